@@ -2,7 +2,8 @@
 // by token and ends at EOS or the template's end-of-turn token; the history is re-rendered every turn.
 // /reset clears the history, /exit or end of input quits; Ctrl-C stops the answer being written, and Ctrl-C
 // twice at the prompt quits. With --reasoning-parser (serve's flag) a reasoning model's thinking is told apart
-// from its answer: dimmed on a terminal, or left out with --hide-thinking.
+// from its answer: dimmed on a terminal, or left out with --hide-thinking. gpt-oss's harmony template is read by
+// channel without the flag (analysis as the thinking, final as the answer).
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -25,7 +26,9 @@
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "server/harmony.h"
 #include "server/reasoning.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::cli {
@@ -78,8 +81,8 @@ std::string trim(const std::string& s) {
 }
 
 std::string usage() {
-  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] [--reasoning-parser qwen3|deepseek_r1 "
-                     "[--hide-thinking]] ") +
+  return std::string("usage: attnzoo chat [-m MODEL] [--system TEXT] "
+                     "[--reasoning-parser qwen3|deepseek_r1|openai_gptoss] [--hide-thinking] ") +
          kGenerationFlagsUsage + "\n         " +
          kSpeculativeFlagsUsage + "\n  /reset clears the history, /exit or Ctrl-D quits, Ctrl-C stops an answer (twice at the prompt: quits)\n";
 }
@@ -112,8 +115,15 @@ int run_chat(const std::vector<std::string>& args) {
     else throw_unknown_option("chat", args[i], usage());
   }
   use_default_model(flags, "chat");
-  if (hide_thinking && reasoning == server::ReasoningParser::none)
-    throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 to tell the thinking apart");
+  const auto tokenizer = tok::Tokenizer::load(flags.model);
+  const ChatFormat format(flags.model, tokenizer);
+  server::check_reasoning_parser(reasoning, &format, *tokenizer, flags.model);
+  // gpt-oss answers in harmony channels whatever the flag: read them, or the markers would be dropped into garbage.
+  const bool harmony = reasoning == server::ReasoningParser::openai_gptoss ||
+                       server::detect_tool_format(format.source()) == server::ToolFormat::openai;
+  if (hide_thinking && reasoning == server::ReasoningParser::none && !harmony)
+    throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 (or a gpt-oss harmony template) "
+                        "to tell the thinking apart");
 
   GenerationOptions options = generation_options(flags);
   LoadOptions load = load_options(flags);
@@ -123,12 +133,14 @@ int run_chat(const std::vector<std::string>& args) {
   const auto proposer = make_proposer(speculative, draft.get(), model->info().vocab_size);
   options.proposer = proposer.get();
   options.num_speculative_tokens = speculative.num_speculative_tokens;
-  const auto tokenizer = tok::Tokenizer::load(flags.model);
-  const ChatFormat format(flags.model, tokenizer);
-  server::check_reasoning_parser(reasoning, &format, *tokenizer, flags.model);
   // Dim (SGR 2) only where a terminal will read the escape codes.
   const bool dim = !hide_thinking && ::isatty(STDOUT_FILENO);
   options.eos_token_ids = default_eos_ids(flags.model, tokenizer.get(), format.end_of_turn());
+  if (harmony)  // <|call|> ends a turn too (gpt-oss lists it as EOS; a checkpoint that does not still stops)
+    for (std::string_view end : {server::kHarmonyReturn, server::kHarmonyCall}) {
+      const std::vector<int32_t> ids = tokenizer->encode(std::string(end), false);
+      if (ids.size() == 1 && tokenizer->is_special(ids[0])) options.eos_token_ids.push_back(ids[0]);
+    }
   options.cancel = [] { return g_interrupts > 0; };
 
   chat::List start;
@@ -178,8 +190,10 @@ int run_chat(const std::vector<std::string>& args) {
       continue;
     }
     ModelSequence sequence(*model);
-    TokenizerTextStream text(tokenizer);
-    server::ReasoningStream split(reasoning);
+    TokenizerTextStream text(tokenizer, /*skip_special_tokens=*/!harmony);
+    server::ReasoningStream split(harmony ? server::ReasoningParser::none : reasoning);
+    server::HarmonyReader channels(/*read_calls=*/false);  // no tools are offered: a call's body is shown as text
+    std::string answer;  // harmony: the content, which is what the next turn's template takes
     const auto show = [&](const server::ReasoningStream::Piece& p) {
       if (!p.reasoning.empty() && !hide_thinking) {
         if (dim) std::fputs("\x1b[2m", stdout);
@@ -190,13 +204,20 @@ int run_chat(const std::vector<std::string>& args) {
       std::fflush(stdout);
     };
     // With no parser the stream passes every piece through as content.
-    const GenerationResult r =
-        generate(sequence, prompt, turn, &text, [&](std::string_view piece) { show(split.feed(piece)); });
-    show(split.finish());
+    const auto show_channels = [&](server::HarmonyReader::Piece p) {
+      answer += p.content;
+      show({std::move(p.reasoning), std::move(p.content)});
+    };
+    const GenerationResult r = generate(sequence, prompt, turn, &text, [&](std::string_view piece) {
+      if (harmony) show_channels(channels.feed(piece));
+      else show(split.feed(piece));
+    });
+    if (harmony) show_channels(channels.finish(r.reason == StopReason::eos));
+    else show(split.finish());
     if (r.reason == StopReason::cancelled) std::fputs(" [stopped]", stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);
-    history.push_back(ChatFormat::message("assistant", r.text));
+    history.push_back(ChatFormat::message("assistant", harmony ? answer : r.text));
   }
   return 0;
 }

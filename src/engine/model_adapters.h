@@ -33,11 +33,12 @@ class ModelSequence : public LogitsSource {
   bool checkpoint_each_token_ = false;
 };
 
-// The tokenizer's streaming decoder (whole characters only), special tokens left out of the text.
+// The tokenizer's streaming decoder (whole characters only), special tokens left out of the text unless a reader
+// needs them (gpt-oss's harmony markers).
 class TokenizerTextStream : public TextStream {
  public:
-  explicit TokenizerTextStream(std::shared_ptr<const tok::Tokenizer> tokenizer)
-      : decoder_(std::move(tokenizer), /*skip_special_tokens=*/true) {}
+  explicit TokenizerTextStream(std::shared_ptr<const tok::Tokenizer> tokenizer, bool skip_special_tokens = true)
+      : decoder_(std::move(tokenizer), skip_special_tokens) {}
   std::string push(int32_t token) override { return decoder_.push(token); }
   std::string flush() override { return decoder_.finish(); }
 

@@ -8,6 +8,7 @@
 #include "engine/json_schema.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
+#include "server/harmony.h"
 #include "server/request_fields.h"
 #include "server/tool_request.h"
 #include "tokenizer/tokenizer.h"
@@ -76,12 +77,13 @@ chat::Dict template_kwargs(const Value& body) {
   return out;
 }
 
-std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat, const ToolRequest& tools) {
+std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat, const ToolRequest& tools, bool harmony,
+                                 const std::string& prefix) {
   if (!chat) throw bad_request("this model has no chat template: use /v1/completions", "messages");
   const Value* m = field(body, "messages");
   if (!m || !m->is_array() || m->as_array().empty())
     throw bad_request("messages: required, a non-empty list of {role, content}", "messages");
-  const chat::Value messages = chat_messages(*m);
+  const chat::Value messages = chat_messages(*m, harmony);
   const chat::Dict kwargs = template_kwargs(body);
   std::string text;
   try {
@@ -90,7 +92,7 @@ std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat, cons
     throw bad_request(std::string("messages: the chat template refused them: ") + e.what(), "messages");
   }
   // A forced call starts inside its block, as if the model had written the opening tag itself.
-  return chat->encode(text + tools.forced_prefix);
+  return chat->encode(text + prefix);
 }
 
 void sampling_fields(const Value& body, SamplingParams& s) {
@@ -253,6 +255,23 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
     if (r.reasoning != ReasoningParser::none)
       for (std::string_view tag : {kThinkOpen, kThinkClose}) keep_special_tag(tokenizer, tag, p);
   }
+  std::string prefix = tools.forced_prefix;
+  r.harmony = chat_endpoint &&
+              (format == ToolFormat::openai || limits.reasoning_parser == ReasoningParser::openai_gptoss);
+  if (r.harmony) {
+    r.reasoning = ReasoningParser::none;  // the harmony reader splits the channels itself
+    p.skip_special_tokens = false;        // its markers are special tokens
+    // A schema-held answer is the body of a final message: the prompt opens one (a forced call opens its own).
+    if (!tools.schema && p.response_format != ResponseFormat::text) prefix = std::string(kHarmonyFinalHeader);
+    r.harmony_prefix = prefix;
+    // <|return|> ends the answer, <|call|> a tool call: both end the turn (gpt-oss's generation_config lists them as
+    // EOS; a checkpoint that does not still stops there).
+    if (!p.ignore_eos)
+      for (std::string_view end : {kHarmonyReturn, kHarmonyCall}) {
+        const std::vector<int32_t> ids = tokenizer.encode(std::string(end), false);
+        if (ids.size() == 1 && tokenizer.is_special(ids[0])) p.stop_token_ids.push_back(ids[0]);
+      }
+  }
   if (tools.schema) {
     if (p.response_format != ResponseFormat::text)
       throw bad_request("tool_choice: a named or \"required\" tool_choice cannot be combined with response_format",
@@ -260,7 +279,8 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
     p.response_format = ResponseFormat::json_schema;
     p.json_schema = tools.schema;
   }
-  r.request.prompt = chat_endpoint ? chat_prompt(body, chat, tools) : completion_prompt(body, tokenizer);
+  r.request.prompt =
+      chat_endpoint ? chat_prompt(body, chat, tools, r.harmony, prefix) : completion_prompt(body, tokenizer);
   if (r.request.prompt.empty()) throw bad_request("prompt: encodes to no tokens", "prompt");
   // The template's end of turn is one of the chat's EOS ids (default_eos_ids), so ignore_eos ignores it too.
   if (endpoint == Endpoint::chat_completions && !p.ignore_eos)

@@ -45,6 +45,11 @@ struct ApiRequest {
   // response_format), so it has no <think> block.
   ReasoningParser reasoning = ReasoningParser::none;
   bool include_reasoning = true;  // vLLM's include_reasoning: false leaves reasoning_content out
+  // gpt-oss (a harmony template, --tool-call-parser openai or --reasoning-parser openai_gptoss): the answer is read
+  // as harmony messages (server/harmony.h), after `harmony_prefix`, the header the prompt was extended with (a
+  // forced call's, or the final channel's for response_format).
+  bool harmony = false;
+  std::string harmony_prefix;
 };
 
 // Throws ApiError (400, naming the field) for malformed JSON, wrong types, values out of range; chat requests

@@ -9,27 +9,25 @@
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
-namespace {
-
-// The length of the longest end of `s` that is a proper start of `tag`.
 size_t tag_overlap(std::string_view s, std::string_view tag) {
   for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
     if (tag.starts_with(s.substr(s.size() - n))) return n;
   return 0;
 }
 
-}  // namespace
-
 ReasoningParser parse_reasoning_parser(std::string_view name) {
   if (name == "qwen3") return ReasoningParser::qwen3;
   if (name == "deepseek_r1") return ReasoningParser::deepseek_r1;
-  throw ArgumentError("--reasoning-parser: must be qwen3 or deepseek_r1, got \"" + std::string(name) + "\"");
+  if (name == "openai_gptoss") return ReasoningParser::openai_gptoss;
+  throw ArgumentError("--reasoning-parser: must be qwen3, deepseek_r1 or openai_gptoss, got \"" + std::string(name) +
+                      "\"");
 }
 
 const char* reasoning_parser_name(ReasoningParser p) {
   switch (p) {
     case ReasoningParser::qwen3: return "qwen3";
     case ReasoningParser::deepseek_r1: return "deepseek_r1";
+    case ReasoningParser::openai_gptoss: return "openai_gptoss";
     case ReasoningParser::none: break;
   }
   return "none";
@@ -42,10 +40,12 @@ void check_reasoning_parser(ReasoningParser p, const ChatFormat* chat, const tok
   if (!chat)
     throw ArgumentError("--reasoning-parser " + name + ": " + model + " has no chat template, and reasoning is only "
                         "read from chat answers");
-  const std::vector<int32_t> close = tokenizer.encode(std::string(kThinkClose), false);
-  if (!chat->mentions(kThinkClose) && close.size() != 1)
-    throw ArgumentError("--reasoning-parser " + name + ": " + model + " knows no </think> (neither its chat template "
-                        "nor its vocabulary has it), so its answers have no reasoning block to separate");
+  const std::string_view tag = p == ReasoningParser::openai_gptoss ? "<|channel|>" : kThinkClose;
+  const std::vector<int32_t> close = tokenizer.encode(std::string(tag), false);
+  if (!chat->mentions(tag) && close.size() != 1)
+    throw ArgumentError("--reasoning-parser " + name + ": " + model + " knows no " + std::string(tag) +
+                        " (neither its chat template nor its vocabulary has it), so its answers have no reasoning " +
+                        (p == ReasoningParser::openai_gptoss ? "channel" : "block") + " to separate");
 }
 
 ReasoningStream::ReasoningStream(ReasoningParser parser)
@@ -113,7 +113,8 @@ ReasoningStream::Piece ReasoningStream::finish() {
 
 ReasoningSplit split_reasoning(std::string_view text, ReasoningParser parser) {
   ReasoningSplit out;
-  if (parser == ReasoningParser::none) {
+  // openai_gptoss is read by server/harmony.h, channel by channel; text reaching this split is plain content.
+  if (parser == ReasoningParser::none || parser == ReasoningParser::openai_gptoss) {
     out.content = std::string(text);
     return out;
   }

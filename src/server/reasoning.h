@@ -25,15 +25,20 @@ namespace attnzoo::server {
 inline constexpr std::string_view kThinkOpen = "<think>";
 inline constexpr std::string_view kThinkClose = "</think>";
 
-enum class ReasoningParser { none, qwen3, deepseek_r1 };
+// openai_gptoss: gpt-oss's harmony channels (analysis is the reasoning), read by server/harmony.h.
+enum class ReasoningParser { none, qwen3, deepseek_r1, openai_gptoss };
 
-// "qwen3" / "deepseek_r1" (vLLM's names); throws ArgumentError naming --reasoning-parser otherwise.
+// The length of the longest end of `s` that is a proper start of `tag`: what a streamed parser holds back so that a
+// tag cut across two deltas is still seen (here and in server/harmony.h).
+size_t tag_overlap(std::string_view s, std::string_view tag);
+
+// "qwen3" / "deepseek_r1" / "openai_gptoss" (vLLM's names); throws ArgumentError naming --reasoning-parser otherwise.
 ReasoningParser parse_reasoning_parser(std::string_view name);
 const char* reasoning_parser_name(ReasoningParser p);
 
 // A parser for a model that never writes <think> ... </think> would call every answer reasoning (deepseek_r1) or
 // change nothing: throws ArgumentError naming --reasoning-parser unless the chat template or the vocabulary (one
-// token) knows </think>. `model`: the directory, for the message.
+// token) knows </think> (openai_gptoss: <|channel|>). `model`: the directory, for the message.
 void check_reasoning_parser(ReasoningParser p, const ChatFormat* chat, const tok::Tokenizer& tokenizer,
                             const std::string& model);
 

@@ -157,9 +157,18 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
       else w.null();
     } else {
       // Tool calls are read from the content only: the reasoning may mention <tool_call> freely.
-      const ReasoningSplit r = split_reasoning(c.text, ctx.reasoning);
-      const ParsedAnswer a = read_answer(r.content, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_format);
-      const bool reasoning = ctx.reasoning != ReasoningParser::none;
+      ReasoningSplit r = split_reasoning(c.text, ctx.reasoning);
+      ParsedAnswer a;
+      if (ctx.harmony) {
+        HarmonyAnswer h = read_harmony(ctx.harmony_prefix + c.text, c.finish_reason == FinishReason::stop,
+                                       ctx.tool_mode != ToolMode::text);
+        r = {h.has_reasoning, std::move(h.reasoning), std::move(h.content)};
+        a = {r.content, std::move(h.calls)};
+        if (!ctx.parallel_tool_calls && a.calls.size() > 1) a.calls.resize(1);
+      } else {
+        a = read_answer(r.content, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_format);
+      }
+      const bool reasoning = ctx.reasoning != ReasoningParser::none || ctx.harmony;
       w.key("message").begin_object().member("role", "assistant").key("content");
       // OpenAI: content null beside the calls; vLLM: null beside the reasoning when empty.
       if (!a.content.empty() || (a.calls.empty() && !reasoning)) w.value(a.content);
@@ -193,7 +202,12 @@ StreamWriter::StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs,
       sent_(size_t(n)),
       answer_(size_t(n)),
       marker_(size_t(n), StopStringMatcher(held_markers(ctx))),
-      reasoning_(size_t(n), ReasoningStream(ctx.reasoning)) {}
+      reasoning_(size_t(n), ReasoningStream(ctx.reasoning)) {
+  if (!ctx.harmony) return;
+  harmony_.assign(size_t(n), HarmonyReader(ctx.tool_mode != ToolMode::text));
+  // The prefix is a header only (it ends with <|message|>): it sends nothing.
+  for (HarmonyReader& h : harmony_) h.feed(ctx.harmony_prefix);
+}
 
 std::string StreamWriter::tool_chunk_text(size_t i, const std::string& text, bool finished,
                                           std::vector<ToolCall>& calls) {
@@ -235,7 +249,19 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
   } else {
     std::vector<ToolCall> calls;
     ReasoningStream::Piece piece{"", d.text};
-    if (ctx_.reasoning != ReasoningParser::none) {
+    if (ctx_.harmony) {
+      // Calls go out whole in the finishing chunk, as with the other formats.
+      HarmonyReader& h = harmony_.at(i);
+      HarmonyReader::Piece p = h.feed(d.text);
+      if (d.finish_reason) {
+        HarmonyReader::Piece rest = h.finish(*d.finish_reason == FinishReason::stop);
+        p.reasoning += rest.reasoning;
+        p.content += rest.content;
+        calls = h.calls();
+        if (!ctx_.parallel_tool_calls && calls.size() > 1) calls.resize(1);
+      }
+      piece = {std::move(p.reasoning), std::move(p.content)};
+    } else if (ctx_.reasoning != ReasoningParser::none) {
       piece = reasoning_.at(i).feed(d.text);
       if (d.finish_reason) {
         ReasoningStream::Piece rest = reasoning_[i].finish();
@@ -243,7 +269,7 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
         piece.content += rest.content;
       }
     }
-    const std::string text = ctx_.tool_mode == ToolMode::text
+    const std::string text = ctx_.tool_mode == ToolMode::text || ctx_.harmony
                                  ? piece.content
                                  : tool_chunk_text(i, piece.content, d.finish_reason.has_value(), calls);
     w.key("delta").begin_object();

@@ -8,6 +8,7 @@
 
 #include "engine/request.h"
 #include "engine/stop.h"
+#include "server/harmony.h"
 #include "server/openai_request.h"
 
 namespace attnzoo::tok {
@@ -27,6 +28,8 @@ struct ResponseContext {
   ReasoningParser reasoning = ReasoningParser::none;  // chat: <think> text into reasoning_content
   bool include_reasoning = true;
   ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how calls are written
+  bool harmony = false;        // chat: gpt-oss's harmony messages (server/harmony.h), read after harmony_prefix
+  std::string harmony_prefix;  // the header the prompt ends with (a forced call's, response_format's final)
 };
 
 // One choice gathered over all its deltas (the non-streamed response).
@@ -76,6 +79,7 @@ class StreamWriter {
   std::vector<std::string> answer_;   // per choice: all its content (read when it finishes)
   std::vector<StopStringMatcher> marker_;  // per choice: holds the content back from the tool-call marker on
   std::vector<ReasoningStream> reasoning_;  // per choice: splits reasoning from content as the text comes
+  std::vector<HarmonyReader> harmony_;      // per choice (gpt-oss): channels and calls as the text comes
 };
 
 }  // namespace attnzoo::server

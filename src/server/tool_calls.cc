@@ -82,7 +82,9 @@ ToolFormat parse_tool_call_parser(std::string_view name) {
   if (name == "hermes") return ToolFormat::hermes;
   if (name == "llama3_json") return ToolFormat::llama3_json;
   if (name == "mistral") return ToolFormat::mistral;
-  throw ArgumentError("--tool-call-parser: \"" + std::string(name) + "\" is not one of hermes, llama3_json, mistral");
+  if (name == "openai") return ToolFormat::openai;
+  throw ArgumentError("--tool-call-parser: \"" + std::string(name) +
+                      "\" is not one of hermes, llama3_json, mistral, openai");
 }
 
 const char* tool_format_name(ToolFormat f) {
@@ -90,12 +92,16 @@ const char* tool_format_name(ToolFormat f) {
     case ToolFormat::hermes: return "hermes";
     case ToolFormat::llama3_json: return "llama3_json";
     case ToolFormat::mistral: return "mistral";
+    case ToolFormat::openai: return "openai";
     case ToolFormat::none: break;
   }
   return "none";
 }
 
 ToolFormat detect_tool_format(std::string_view src) {
+  // Harmony's channel marker is in no other family's template, and gpt-oss's answers are harmony with or without
+  // tools.
+  if (src.find("<|channel|>") != std::string_view::npos) return ToolFormat::openai;
   // Hermes first: Hermes 3 (a Llama 3.1 fine-tune) keeps Llama's special tokens but writes <tool_call> blocks.
   if (src.find(kToolCallOpen) != std::string_view::npos) return ToolFormat::hermes;
   if (src.find(kMistralCalls) != std::string_view::npos) return ToolFormat::mistral;
@@ -110,6 +116,7 @@ std::string_view tool_call_marker(ToolFormat f) {
     case ToolFormat::hermes: return kToolCallOpen;
     case ToolFormat::llama3_json: return kPythonTag;
     case ToolFormat::mistral: return kMistralCalls;
+    case ToolFormat::openai: return "<|channel|>";
     case ToolFormat::none: break;
   }
   return {};

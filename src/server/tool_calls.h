@@ -25,12 +25,14 @@ inline constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 //                calls separated by ';' (vLLM's llama3_json: an answer that does not begin so is content).
 //   mistral:     content, then [TOOL_CALLS] and a JSON array of {"name": ..., "arguments": {...}}; ids of 9
 //                letters and digits (Mistral's templates refuse others).
-enum class ToolFormat { none, hermes, llama3_json, mistral };
+//   openai:      gpt-oss's harmony messages, a call being one addressed to=functions.NAME (server/harmony.h reads
+//                the whole answer, channels and calls together).
+enum class ToolFormat { none, hermes, llama3_json, mistral, openai };
 
 ToolFormat parse_tool_call_parser(std::string_view name);  // ArgumentError naming --tool-call-parser
 const char* tool_format_name(ToolFormat f);
-// From the template's source: <tool_call> (Hermes), [TOOL_CALLS] (Mistral), <|python_tag|> or "Environment:
-// ipython" (Llama 3.1 / 3.2 / 3.3); none when it mentions none of them.
+// From the template's source: <|channel|> (gpt-oss's harmony), <tool_call> (Hermes), [TOOL_CALLS] (Mistral),
+// <|python_tag|> or "Environment: ipython" (Llama 3.1 / 3.2 / 3.3); none when it mentions none of them.
 ToolFormat detect_tool_format(std::string_view template_source);
 // The text whose appearance starts the calls (held back while streaming, kept when the tokenizer marks it special).
 std::string_view tool_call_marker(ToolFormat f);

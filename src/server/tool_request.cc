@@ -9,6 +9,7 @@
 #include "engine/chat_turns.h"
 #include "engine/json_schema_union.h"
 #include "server/api_error.h"
+#include "server/harmony.h"
 #include "server/request_fields.h"
 
 namespace attnzoo::server {
@@ -169,7 +170,7 @@ void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std
                         "the prompt)");
 }
 
-chat::Value chat_messages(const Value& messages) {
+chat::Value chat_messages(const Value& messages, bool harmony) {
   chat::List out;
   for (size_t i = 0; i < messages.as_array().size(); ++i) {
     const Value& msg = messages.as_array()[i];
@@ -177,13 +178,17 @@ chat::Value chat_messages(const Value& messages) {
     if (!role || !role->is_string()) throw bad_request("messages: every message needs a string role", "messages");
     const Value* calls = field(msg, "tool_calls");
     const Value* content = field(msg, "content");
+    const bool assistant = role->as_string() == "assistant";
     chat::Dict m;
     m.set("role", chat::Value::string(role->as_string()));
-    // An assistant turn that only called tools has content null, which templates test with `if message.content`.
-    if (calls && role->as_string() == "assistant")
+    // An assistant turn that only called tools has content null, which templates test with `if message.content`;
+    // gpt-oss's tests `"<|channel|>..." in message.content` once "content" is there, so there it is left out.
+    if (calls && assistant && !content && harmony) {
+    } else if (calls && assistant) {
       m.set("content", content ? chat::Value::string(message_content(*content)) : chat::Value::none());
-    else
+    } else {
       m.set("content", chat::Value::string(content ? message_content(*content) : ""));
+    }
     if (calls && role->as_string() != "assistant")
       throw bad_request("messages[" + std::to_string(i) + "].tool_calls: only assistant messages make calls",
                         "messages");
@@ -191,6 +196,14 @@ chat::Value chat_messages(const Value& messages) {
       if (kv->first == "role" || kv->first == "content") continue;
       if (kv->first == "tool_calls") {
         if (calls) m.set("tool_calls", tool_calls_value(*calls, i));
+        continue;
+      }
+      // gpt-oss's template takes an assistant's analysis as "thinking" (transformers' name); OpenAI clients send
+      // back what this server answered, reasoning_content (vLLM also reads "reasoning").
+      if (harmony && assistant && (kv->first == "reasoning_content" || kv->first == "reasoning")) {
+        if (kv->second.is_string()) m.set("thinking", chat::Value::string(kv->second.as_string()));
+        else if (!kv->second.is_null())
+          throw bad_request("messages[" + std::to_string(i) + "]." + kv->first + ": must be a string", "messages");
         continue;
       }
       if (kv->first == "tool_call_id" && !kv->second.is_string())
@@ -219,7 +232,8 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
   if (!tools->is_array()) throw bad_request("tools: must be a list of {\"type\": \"function\", ...}", "tools");
   if (format == ToolFormat::none)
     throw bad_request("tools: this model's chat template has no tool-call format this server reads (Hermes "
-                      "<tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS]; serve's --tool-call-parser names one)",
+                      "<tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS], gpt-oss harmony; serve's --tool-call-parser "
+                      "names one)",
                       "tools");
   std::vector<Tool> list;
   std::set<std::string> names;
@@ -256,6 +270,21 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
                       "tool_choice");
   }
   if (required && list.size() == 1) named = list[0].name;
+  if (format == ToolFormat::openai) {
+    // Harmony names the function in the message header, before the body the mask holds: the prompt ends with a
+    // named call's header and the body is the parameters alone. A choice among several would need the mask over
+    // the header too.
+    if (named.empty())
+      throw bad_request("tool_choice: \"required\" with several tools is not supported for gpt-oss's harmony format "
+                        "(its call names the function in the header, outside the schema mask); name one tool, or "
+                        "use \"auto\"",
+                        "tool_choice");
+    for (const Tool& t : list)
+      if (t.name == named) r.schema = compile_call_schema(t.parameters);
+    r.mode = ToolMode::forced;
+    r.forced_prefix = harmony_call_header(named);
+    return r;
+  }
   // One call object per tool, {"name": const, "arguments": parameters} ("parameters" for Llama 3.x, as its
   // template asks): a named choice is its tool's; "required" is their tagged union (anyOf would be refused: every
   // branch begins with '{'), the name choosing the branch.

@@ -38,6 +38,8 @@ void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std
 
 // OpenAI's messages as the template's list: content parts joined, assistant tool_calls kept with their
 // "arguments" JSON text parsed into an object (as vLLM does, so templates write it with tojson), other keys as sent.
-chat::Value chat_messages(const json::Value& messages);
+// `harmony` (gpt-oss's template): an assistant's reasoning_content / reasoning becomes its "thinking", and content
+// null beside tool_calls is left out.
+chat::Value chat_messages(const json::Value& messages, bool harmony = false);
 
 }  // namespace attnzoo::server

@@ -1,0 +1,85 @@
+#pragma once
+// gpt-oss answers in OpenAI's harmony format: a run of messages, each a header and a body,
+//   <|channel|>analysis<|message|>thinking...<|end|>
+//   <|start|>assistant<|channel|>final<|message|>the answer<|return|>
+//   <|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{...}<|call|>
+// (the prompt ends with <|start|>assistant, so the first header has no role; `to=` may also come before
+// <|channel|>, as gpt-oss's chat template writes it). HarmonyReader reads such text, special tokens kept, into
+// OpenAI's fields with the semantics of vLLM's gpt-oss parsers (parse_chat_output, the `openai` tool parser):
+//   - a recipient functions.NAME makes the message a tool call (whatever its channel): its body is the arguments
+//     (JSON re-written compactly where the content type is json or absent and the body parses, else as written);
+//   - analysis messages are reasoning_content, final and commentary-without-recipient (preambles) are content,
+//     several messages of one field joined by "\n";
+//   - a message to another recipient (builtin tools such as browser.search or python, which this server does not
+//     run) or written by another role is dropped, as vLLM drops it; its analysis text stays reasoning.
+// Where harmony's own parser would give up, nothing the model wrote in plain words is lost: text outside any
+// message that holds no harmony marker (a model that never spoke harmony, words between messages) is content.
+// A message cut by max_tokens keeps what was read; a cut call is no call, its body comes back as content (as the
+// other formats' cut calls do).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/tool_calls.h"
+
+namespace attnzoo::server {
+
+inline constexpr std::string_view kHarmonyChannel = "<|channel|>";
+inline constexpr std::string_view kHarmonyMessage = "<|message|>";
+inline constexpr std::string_view kHarmonyStart = "<|start|>";
+inline constexpr std::string_view kHarmonyConstrain = "<|constrain|>";
+// The two that end an assistant turn (gpt-oss lists both as EOS): the end of the answer, and a tool call.
+inline constexpr std::string_view kHarmonyReturn = "<|return|>";
+inline constexpr std::string_view kHarmonyCall = "<|call|>";
+inline constexpr std::string_view kHarmonyEnd = "<|end|>";
+
+// The text the prompt is extended with so that the model starts inside a message: a named tool call's header (the
+// body then held to the tool's parameters), or the final channel for response_format.
+std::string harmony_call_header(std::string_view function_name);
+inline constexpr std::string_view kHarmonyFinalHeader = "<|channel|>final<|message|>";
+
+struct HarmonyAnswer {
+  bool has_reasoning = false;  // an analysis message was read (reasoning_content is null otherwise)
+  std::string reasoning;
+  std::string content;
+  std::vector<ToolCall> calls;
+};
+
+// Fed the answer a piece at a time; each feed returns the reasoning / content that can be sent now, holding back
+// the header of a message until its <|message|> and the end of a body while it may begin a marker. finish() sends
+// the rest and returns the calls. The pieces add up to read_harmony's answer for the same text.
+class HarmonyReader {
+ public:
+  struct Piece {
+    std::string reasoning, content;
+  };
+  // `read_calls`: false (no tools, tool_choice "none") reads a call's body as content.
+  explicit HarmonyReader(bool read_calls = true) : read_calls_(read_calls) {}
+  Piece feed(std::string_view text);
+  // `stopped`: the answer ended at an end-of-turn token (<|return|>, <|call|>: the open message is whole), not cut
+  // by max_tokens.
+  Piece finish(bool stopped);
+  const std::vector<ToolCall>& calls() const { return calls_; }
+  bool has_reasoning() const { return reasoning_messages_ > 0; }
+
+ private:
+  enum class Kind { reasoning, content, call, drop };
+  void open_message(std::string_view header, Piece& out);
+  void close_message(bool whole, Piece& out);
+  void body_text(std::string_view text, Piece& out);
+  void stray_text(std::string_view text, Piece& out);
+
+  bool read_calls_;
+  bool in_body_ = false;
+  bool has_role_ = false;  // the header being read began with <|start|> (so with a role)
+  Kind kind_ = Kind::content;
+  std::string held_;       // header text, or the end of a body that may begin a marker
+  std::string call_body_;  // a call's arguments, read whole
+  std::string call_name_, call_type_;
+  int reasoning_messages_ = 0, content_messages_ = 0;
+  std::vector<ToolCall> calls_;
+};
+
+HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls = true);
+
+}  // namespace attnzoo::server

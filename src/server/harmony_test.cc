@@ -1,0 +1,354 @@
+// gpt-oss's harmony answers read into reasoning_content / content / tool_calls (server/harmony.h) on fixed texts:
+// analysis + final, calls with and without <|constrain|>, `to=` before the channel, several calls, preambles, cut
+// messages, stray words, other recipients; every text streamed cut at every pair of offsets adds up to the whole;
+// the request side (template detection, flags, the forced call's header and schema, the conversation's thinking)
+// and the response objects, whole and streamed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/json_schema_recognizer.h"
+#include "loader/json.h"
+#include "server/api_error.h"
+#include "server/harmony.h"
+#include "server/responses.h"
+#include "server/tool_request.h"
+
+namespace attnzoo::server {
+namespace {
+
+const std::string kCall = "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+                          "<|message|>{\"city\": \"Paris\",\n \"days\": 2}";
+
+TEST(Harmony, AnalysisThenFinal) {
+  const HarmonyAnswer a = read_harmony(
+      "<|channel|>analysis<|message|>User asks 2+2.<|end|><|start|>assistant<|channel|>final<|message|>4", true);
+  EXPECT_TRUE(a.has_reasoning);
+  EXPECT_EQ(a.reasoning, "User asks 2+2.");
+  EXPECT_EQ(a.content, "4");
+  EXPECT_TRUE(a.calls.empty());
+  // <|return|> written into the text (a server that does not stop there) ends the message the same way.
+  const HarmonyAnswer r = read_harmony("<|channel|>final<|message|>4<|return|>", false);
+  EXPECT_FALSE(r.has_reasoning);
+  EXPECT_EQ(r.content, "4");
+}
+
+TEST(Harmony, CallWithConstrain) {
+  const HarmonyAnswer a = read_harmony("<|channel|>analysis<|message|>Need the weather.<|end|>" + kCall, true);
+  EXPECT_EQ(a.reasoning, "Need the weather.");
+  EXPECT_EQ(a.content, "");
+  ASSERT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(a.calls[0].name, "get_weather");
+  EXPECT_EQ(a.calls[0].arguments, R"({"city":"Paris","days":2})");  // re-written compactly, as vLLM does
+  EXPECT_TRUE(a.calls[0].id.starts_with("call_"));
+}
+
+TEST(Harmony, CallWithoutConstrainAndRecipientBeforeChannel) {
+  // The form gpt-oss's template writes into the history: the recipient in the role part, a bare "json".
+  for (const std::string text : {
+           std::string("<|start|>assistant to=functions.f<|channel|>commentary json<|message|>{\"a\": 1}"),
+           std::string(" to=functions.f<|channel|>commentary json<|message|>{\"a\": 1}"),  // right after the prompt
+           std::string("<|channel|>commentary to=functions.f json<|message|>{\"a\": 1}"),
+           std::string("<|channel|>commentary to=functions.f<|message|>{\"a\": 1}<|call|>")}) {
+    SCOPED_TRACE(text);
+    const HarmonyAnswer a = read_harmony(text, true);
+    ASSERT_EQ(a.calls.size(), 1u);
+    EXPECT_EQ(a.calls[0].name, "f");
+    EXPECT_EQ(a.calls[0].arguments, R"({"a":1})");
+    EXPECT_EQ(a.content, "");
+    EXPECT_FALSE(a.has_reasoning);
+  }
+}
+
+TEST(Harmony, SeveralCallsAndAPreamble) {
+  const HarmonyAnswer a = read_harmony(
+      "<|channel|>commentary<|message|>Checking two cities.<|end|>"
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"A\"}"
+      "<|call|><|start|>assistant<|channel|>commentary to=functions.get_time json<|message|>{}<|call|>",
+      false);
+  EXPECT_EQ(a.content, "Checking two cities.");  // a preamble (commentary without recipient) is content
+  ASSERT_EQ(a.calls.size(), 2u);
+  EXPECT_EQ(a.calls[0].name, "get_weather");
+  EXPECT_EQ(a.calls[0].arguments, R"({"city":"A"})");
+  EXPECT_EQ(a.calls[1].name, "get_time");
+  EXPECT_NE(a.calls[0].id, a.calls[1].id);
+}
+
+TEST(Harmony, MessagesOfOneFieldJoinWithNewlines) {
+  const HarmonyAnswer a = read_harmony(
+      "<|channel|>analysis<|message|>one<|end|><|start|>assistant<|channel|>analysis<|message|>two<|end|>"
+      "<|start|>assistant<|channel|>commentary<|message|>pre<|end|><|start|>assistant<|channel|>final<|message|>ans",
+      true);
+  EXPECT_EQ(a.reasoning, "one\ntwo");
+  EXPECT_EQ(a.content, "pre\nans");
+}
+
+TEST(Harmony, CutAnswersKeepWhatWasRead) {
+  HarmonyAnswer a = read_harmony("<|channel|>analysis<|message|>half a thou", false);
+  EXPECT_TRUE(a.has_reasoning);
+  EXPECT_EQ(a.reasoning, "half a thou");
+  EXPECT_EQ(a.content, "");
+  a = read_harmony("<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>The ans", false);
+  EXPECT_EQ(a.content, "The ans");
+  // A call cut by max_tokens is no call: its body comes back as content.
+  a = read_harmony("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": ", false);
+  EXPECT_TRUE(a.calls.empty());
+  EXPECT_EQ(a.content, "{\"a\": ");
+  // A header cut before its <|message|> says nothing; nor does a partial marker.
+  a = read_harmony("<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>fin", false);
+  EXPECT_EQ(a.reasoning, "x");
+  EXPECT_EQ(a.content, "");
+  a = read_harmony("<|channel|>final<|message|>ok<|en", false);
+  EXPECT_EQ(a.content, "ok<|en");  // never completed: it was text
+}
+
+TEST(Harmony, StrayWordsAreContentOtherRecipientsDropped) {
+  HarmonyAnswer a = read_harmony("Hello there", true);  // a model that never spoke harmony
+  EXPECT_EQ(a.content, "Hello there");
+  EXPECT_FALSE(a.has_reasoning);
+  a = read_harmony("<|channel|>analysis<|message|>t<|end|>stray words<|start|>assistant<|channel|>final<|message|>x",
+                   true);
+  EXPECT_EQ(a.content, "stray words\nx");
+  // A builtin tool (browser, python) this server does not run: dropped as vLLM drops it; analysis stays reasoning.
+  a = read_harmony("<|channel|>commentary to=browser.search json<|message|>{\"query\": \"q\"}<|call|>", true);
+  EXPECT_TRUE(a.calls.empty());
+  EXPECT_EQ(a.content, "");
+  a = read_harmony("<|channel|>analysis to=python code<|message|>print(1)<|call|>", true);
+  EXPECT_EQ(a.reasoning, "print(1)");
+  EXPECT_TRUE(a.calls.empty());
+  // A message another role writes (a made-up tool result) is not the assistant's answer.
+  a = read_harmony("<|start|>functions.f to=assistant<|channel|>commentary<|message|>\"42\"<|end|>"
+                   "<|start|>assistant<|channel|>final<|message|>ok",
+                   true);
+  EXPECT_EQ(a.content, "ok");
+}
+
+TEST(Harmony, ArgumentsThatAreNotJsonAndCallsNotRead) {
+  HarmonyAnswer a = read_harmony("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{bad", true);
+  ASSERT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(a.calls[0].arguments, "{bad");  // as vLLM: passed on as written
+  a = read_harmony("<|channel|>commentary to=functions.run code<|message|>{ \"x\" : 1 }", true);
+  ASSERT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(a.calls[0].arguments, "{ \"x\" : 1 }");  // another content type: not re-written
+  // No tools (or tool_choice "none"): a call's body is content.
+  a = read_harmony("<|channel|>commentary to=functions.f json<|message|>{\"a\": 1}", true, /*read_calls=*/false);
+  EXPECT_TRUE(a.calls.empty());
+  EXPECT_EQ(a.content, "{\"a\": 1}");
+}
+
+TEST(Harmony, ForcedHeaderReadsAsACall) {
+  EXPECT_EQ(harmony_call_header("get_weather"),
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>");
+  const HarmonyAnswer a = read_harmony(harmony_call_header("get_weather") + "{\"city\": \"Rome\"}", true);
+  ASSERT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(a.calls[0].name, "get_weather");
+  EXPECT_EQ(read_harmony(std::string(kHarmonyFinalHeader) + "{\"k\": 1}", true).content, "{\"k\": 1}");
+}
+
+const std::vector<std::string> kTexts = {
+    "<|channel|>analysis<|message|>a < b<|end|><|start|>assistant<|channel|>final<|message|>x <| y|> done",
+    "<|channel|>analysis<|message|>hm<|end|>" + kCall,
+    "<|channel|>commentary<|message|>pre<|end|><|start|>assistant to=functions.f<|channel|>commentary json"
+    "<|message|>{}<|call|><|start|>assistant<|channel|>commentary to=functions.g json<|message|>{\"b\":[1]}",
+    "Hello <world>",
+    "<|channel|>analysis<|message|>t<|end|>stray<|start|>assistant<|channel|>final<|message|>fin<|return|>",
+    "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": "};
+
+TEST(Harmony, StreamedCutAtEveryPairOfOffsetsEqualsWhole) {
+  for (const std::string& text : kTexts)
+    for (bool stopped : {true, false}) {
+      const HarmonyAnswer want = read_harmony(text, stopped);
+      for (size_t a = 0; a <= text.size(); ++a)
+        for (size_t b = a; b <= text.size(); ++b) {
+          HarmonyReader r;
+          std::string reasoning, content;
+          for (const std::string_view piece :
+               {std::string_view(text).substr(0, a), std::string_view(text).substr(a, b - a),
+                std::string_view(text).substr(b)}) {
+            const HarmonyReader::Piece p = r.feed(piece);
+            reasoning += p.reasoning;
+            content += p.content;
+          }
+          const HarmonyReader::Piece p = r.finish(stopped);
+          ASSERT_EQ(reasoning + p.reasoning, want.reasoning) << text << " @" << a << "," << b;
+          ASSERT_EQ(content + p.content, want.content) << text << " @" << a << "," << b;
+          ASSERT_EQ(r.calls().size(), want.calls.size());
+          for (size_t i = 0; i < want.calls.size(); ++i) {
+            ASSERT_EQ(r.calls()[i].name, want.calls[i].name);
+            ASSERT_EQ(r.calls()[i].arguments, want.calls[i].arguments);
+          }
+        }
+    }
+}
+
+TEST(Harmony, StreamSendsBodiesAsTheyComeAndHoldsOnlyPossibleMarkers) {
+  HarmonyReader r;
+  EXPECT_EQ(r.feed("<|channel|>analysis").reasoning, "");  // a header says nothing yet
+  EXPECT_EQ(r.feed("<|message|>thinking hard").reasoning, "thinking hard");
+  EXPECT_EQ(r.feed(" <|e").reasoning, " ");  // "<|e" may begin <|end|>
+  EXPECT_EQ(r.feed("x").reasoning, "<|ex");  // it did not
+  HarmonyReader::Piece p = r.feed("<|end|><|start|>assistant<|channel|>final<|message|>Hi");
+  EXPECT_EQ(p.reasoning, "");
+  EXPECT_EQ(p.content, "Hi");
+}
+
+// The repository's copy of the published template, from the repository root or the build folder (ctest).
+std::string gpt_oss_template() {
+  for (const char* root : {".", ".."}) {
+    const auto p = std::filesystem::path(root) / "python/tests/data/chat_templates/openai-gpt-oss-120b.jinja";
+    if (!std::filesystem::exists(p)) continue;
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  return "";
+}
+
+TEST(HarmonyRequest, DetectedAndNamedAsVllmNamesThem) {
+  const std::string src = gpt_oss_template();
+  ASSERT_FALSE(src.empty());
+  EXPECT_EQ(detect_tool_format(src), ToolFormat::openai);
+  EXPECT_EQ(parse_tool_call_parser("openai"), ToolFormat::openai);
+  EXPECT_EQ(parse_reasoning_parser("openai_gptoss"), ReasoningParser::openai_gptoss);
+  EXPECT_STREQ(reasoning_parser_name(ReasoningParser::openai_gptoss), "openai_gptoss");
+  EXPECT_STREQ(tool_format_name(ToolFormat::openai), "openai");
+}
+
+const std::string kTools =
+    R"([{"type": "function", "function": {"name": "get_weather", "parameters":
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+        {"type": "function", "function": {"name": "get_time"}}])";
+
+bool accepts(const JsonSchema& s, const std::string& text) {
+  JsonSchemaRecognizer r(s);
+  for (char c : text)
+    if (!r.push(uint8_t(c))) return false;
+  return r.complete();
+}
+
+TEST(HarmonyRequest, NamedChoiceOpensTheCallAndHoldsTheArguments) {
+  const auto fields = [](const std::string& tools, const std::string& choice) {
+    return parse_tool_fields(json::parse("{\"tools\": " + tools + ", \"tool_choice\": " + choice + "}"), true,
+                             ToolFormat::openai);
+  };
+  ToolRequest r = fields(kTools, R"({"type": "function", "function": {"name": "get_weather"}})");
+  EXPECT_EQ(r.mode, ToolMode::forced);
+  EXPECT_EQ(r.forced_prefix, harmony_call_header("get_weather"));
+  ASSERT_TRUE(r.schema);
+  EXPECT_TRUE(accepts(*r.schema, R"({"city": "Rome"})"));  // the parameters alone: the header names the function
+  EXPECT_FALSE(accepts(*r.schema, R"({"name": "get_weather", "arguments": {"city": "Rome"}})"));
+  // "required" with one tool is that tool; with several it is refused, naming tool_choice.
+  const std::string one = R"([{"type": "function", "function": {"name": "get_time"}}])";
+  EXPECT_EQ(fields(one, "\"required\"").forced_prefix, harmony_call_header("get_time"));
+  try {
+    fields(kTools, "\"required\"");
+    ADD_FAILURE();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(std::string(e.param), "tool_choice");
+    EXPECT_NE(std::string(e.what()).find("required"), std::string::npos);
+  }
+  EXPECT_EQ(fields(kTools, "\"auto\"").mode, ToolMode::automatic);
+  EXPECT_EQ(fields(kTools, "\"none\"").mode, ToolMode::text);
+}
+
+TEST(HarmonyRequest, ConversationCarriesThinkingAndLeavesNullContentOut) {
+  const json::Value msgs = json::parse(R"([{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": null, "reasoning_content": "look it up",
+       "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "42"}])");
+  const chat::Value h = chat_messages(msgs, true);
+  const chat::Value& a = h.as_list()[1];
+  EXPECT_EQ(a.as_dict().find("thinking")->as_string(), "look it up");
+  EXPECT_EQ(a.as_dict().find("content"), nullptr);
+  EXPECT_EQ(a.as_dict().find("reasoning_content"), nullptr);
+  // Other templates see the fields as sent.
+  const chat::Value plain = chat_messages(msgs, false);
+  EXPECT_TRUE(plain.as_list()[1].as_dict().find("content")->is_none());
+  EXPECT_EQ(plain.as_list()[1].as_dict().find("thinking"), nullptr);
+  EXPECT_THROW(chat_messages(json::parse(R"([{"role": "assistant", "content": "x", "reasoning_content": 3}])"), true),
+               ApiError);
+}
+
+ResponseContext harmony_context(ToolMode mode, bool include = true, std::string prefix = "") {
+  ResponseContext ctx;
+  ctx.endpoint = Endpoint::chat_completions;
+  ctx.id = "chatcmpl-1";
+  ctx.model = "m";
+  ctx.tool_mode = mode;
+  ctx.tool_format = ToolFormat::openai;
+  ctx.include_reasoning = include;
+  ctx.harmony = true;
+  ctx.harmony_prefix = std::move(prefix);
+  return ctx;
+}
+
+json::Value whole(const ResponseContext& ctx, const std::string& text, FinishReason reason = FinishReason::stop) {
+  Choice c;
+  c.text = text;
+  c.finish_reason = reason;
+  return json::parse(full_response(ctx, {c}, Usage{}, false)).find("choices")->as_array()[0];
+}
+
+TEST(HarmonyResponses, MessageFields) {
+  json::Value c = whole(harmony_context(ToolMode::automatic), "<|channel|>analysis<|message|>hm<|end|>" + kCall);
+  const json::Value* m = c.find("message");
+  EXPECT_EQ(m->find("reasoning_content")->as_string(), "hm");
+  EXPECT_TRUE(m->find("content")->is_null());
+  ASSERT_EQ(m->find("tool_calls")->as_array().size(), 1u);
+  EXPECT_EQ(c.find("finish_reason")->as_string(), "tool_calls");
+  // Cut: no call, "length".
+  c = whole(harmony_context(ToolMode::automatic), kCall, FinishReason::length);
+  EXPECT_EQ(c.find("message")->find("tool_calls"), nullptr);
+  EXPECT_EQ(c.find("finish_reason")->as_string(), "length");
+  // No reasoning: null; include_reasoning false: no field.
+  c = whole(harmony_context(ToolMode::text), "<|channel|>final<|message|>4");
+  EXPECT_EQ(c.find("message")->find("content")->as_string(), "4");
+  EXPECT_TRUE(c.find("message")->find("reasoning_content")->is_null());
+  c = whole(harmony_context(ToolMode::text, false), "<|channel|>analysis<|message|>hm<|end|>");
+  EXPECT_EQ(c.find("message")->find("reasoning_content"), nullptr);
+  // A forced call: the prompt's header first, then the sampled arguments.
+  c = whole(harmony_context(ToolMode::forced, true, harmony_call_header("get_weather")), "{\"city\": \"Rome\"}");
+  ASSERT_EQ(c.find("message")->find("tool_calls")->as_array().size(), 1u);
+  EXPECT_EQ(c.find("finish_reason")->as_string(), "tool_calls");
+}
+
+TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
+  const std::string text = kTexts[2];
+  for (size_t a = 1; a < text.size(); ++a) {
+    SCOPED_TRACE(std::to_string(a));
+    const ResponseContext ctx = harmony_context(ToolMode::automatic);
+    StreamWriter w(ctx, 1, false, false);
+    std::string reasoning, content;
+    size_t calls = 0;
+    std::string reason;
+    const std::vector<std::string> pieces = {text.substr(0, a), text.substr(a)};
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      SampleDelta d;
+      d.text = pieces[i];
+      if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
+      const std::string e = w.chunk(d);
+      const json::Value v = json::parse(e.substr(6));
+      const json::Value& ch = v.find("choices")->as_array()[0];
+      const json::Value& delta = *ch.find("delta");
+      if (const json::Value* r = delta.find("reasoning_content")) reasoning += r->as_string();
+      if (const json::Value* c = delta.find("content")) content += c->as_string();
+      if (const json::Value* t = delta.find("tool_calls")) calls += t->as_array().size();
+      if (!ch.find("finish_reason")->is_null()) reason = ch.find("finish_reason")->as_string();
+    }
+    const json::Value m = *whole(ctx, text).find("message");
+    EXPECT_EQ(content, m.find("content")->is_null() ? "" : m.find("content")->as_string());
+    EXPECT_EQ(reasoning, "");
+    EXPECT_EQ(calls, m.find("tool_calls")->as_array().size());
+    EXPECT_EQ(calls, 2u);
+    EXPECT_EQ(reason, "tool_calls");
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo::server
