@@ -41,7 +41,7 @@ const char* kUsage =
     "         [--batch-invariant]\n"
     "         [--max-waiting-requests 256] [--max-n 16] [--max-logprobs 20] [--max-logit-bias 1024]\n"
     "         [--max-body-bytes 4194304] [--reasoning-parser qwen3|deepseek_r1]\n"
-    "         [--tool-call-parser hermes|llama3_json|mistral]\n"
+    "         [--tool-call-parser hermes|llama3_json|mistral|deepseek_v3|deepseek_v31|kimi_k2|pythonic]\n"
     "         [--max-connections 1024] [--max-connections-per-client N] [--header-timeout-seconds 10]\n"
     "         [--shutdown-grace-seconds 30]\n"
     "         [--speculative ngram|draft --num-speculative-tokens K [--prompt-lookup-max N] [--prompt-lookup-min N]\n"

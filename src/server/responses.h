@@ -27,6 +27,7 @@ struct ResponseContext {
   ReasoningParser reasoning = ReasoningParser::none;  // chat: <think> text into reasoning_content
   bool include_reasoning = true;
   ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how calls are written
+  std::string tool_forced_name;                 // ApiRequest::tool_forced_name
 };
 
 // One choice gathered over all its deltas (the non-streamed response).

@@ -8,8 +8,10 @@
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/json_schema_union.h"
+#include "loader/json_writer.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
+#include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
 namespace {
@@ -111,7 +113,7 @@ std::string message_content(const Value& content) {
   return text;
 }
 
-chat::Value tool_calls_value(const Value& calls, size_t m) {
+chat::Value tool_calls_value(const Value& calls, size_t m, bool arguments_as_text) {
   const std::string at = "messages[" + std::to_string(m) + "].tool_calls";
   if (!calls.is_array()) throw bad_request(at + ": must be a list of calls", "messages");
   chat::List out;
@@ -139,7 +141,9 @@ chat::Value tool_calls_value(const Value& calls, size_t m) {
     // Rebuilt as {id?, type, function: {name, arguments}}: the template writes `arguments | tojson`.
     chat::Dict f;
     f.set("name", chat::Value::string(name->as_string()));
-    f.set("arguments", chat::Value::from_json(parsed));
+    f.set("arguments", arguments_as_text && args && args->is_string() ? chat::Value::string(args->as_string())
+                       : arguments_as_text                           ? chat::Value::string(json::Writer().value(parsed).take())
+                                                                     : chat::Value::from_json(parsed));
     chat::Dict call;
     if (const Value* id = field(c, "id")) call.set("id", chat::Value::from_json(*id));
     call.set("type", chat::Value::string("function"));
@@ -169,7 +173,8 @@ void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std
                         "the prompt)");
 }
 
-chat::Value chat_messages(const Value& messages) {
+chat::Value chat_messages(const Value& messages, ToolFormat format) {
+  const bool arguments_as_text = format == ToolFormat::deepseek_v3 || format == ToolFormat::deepseek_v31;
   chat::List out;
   for (size_t i = 0; i < messages.as_array().size(); ++i) {
     const Value& msg = messages.as_array()[i];
@@ -190,7 +195,7 @@ chat::Value chat_messages(const Value& messages) {
     for (const json::Member* kv : msg.members_in_source_order()) {
       if (kv->first == "role" || kv->first == "content") continue;
       if (kv->first == "tool_calls") {
-        if (calls) m.set("tool_calls", tool_calls_value(*calls, i));
+        if (calls) m.set("tool_calls", tool_calls_value(*calls, i, arguments_as_text));
         continue;
       }
       if (kv->first == "tool_call_id" && !kv->second.is_string())
@@ -255,7 +260,26 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
                       "\"function\": {\"name\": ...}}",
                       "tool_choice");
   }
+  if (format == ToolFormat::pythonic)
+    throw bad_request("tool_choice: named and \"required\" choices are not supported for the pythonic call format "
+                      "(its arguments are Python literals, which the JSON schema machinery cannot hold); use \"auto\"",
+                      "tool_choice");
   if (required && list.size() == 1) named = list[0].name;
+  if (names_call_outside_json(format)) {
+    // The name is written before the arguments, outside the JSON: the prompt's opening names the function and the
+    // schema holds its arguments; "required" would have to choose the name outside the schema.
+    if (named.empty())
+      throw bad_request(std::string("tool_choice: \"required\" with several tools is not supported for the ") +
+                            tool_format_name(format) +
+                            " call format (the function's name is written outside the JSON); name one tool",
+                        "tool_choice");
+    for (const Tool& t : list)
+      if (t.name == named) r.schema = compile_call_schema(t.parameters);
+    r.mode = ToolMode::forced;
+    r.forced_name = named;
+    r.forced_prefix = forced_call_opening(format, named);
+    return r;
+  }
   // One call object per tool, {"name": const, "arguments": parameters} ("parameters" for Llama 3.x, as its
   // template asks): a named choice is its tool's; "required" is their tagged union (anyOf would be refused: every
   // branch begins with '{'), the name choosing the branch.
