@@ -224,7 +224,8 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
   if (!tools->is_array()) throw bad_request("tools: must be a list of {\"type\": \"function\", ...}", "tools");
   if (format == ToolFormat::none)
     throw bad_request("tools: this model's chat template has no tool-call format this server reads (Hermes "
-                      "<tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS]; serve's --tool-call-parser names one)",
+                      "<tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS], DeepSeek-V3 / V3.1, Kimi-K2, pythonic; serve's "
+                      "--tool-call-parser names one)",
                       "tools");
   std::vector<Tool> list;
   std::set<std::string> names;
