@@ -170,10 +170,10 @@ TEST(PythonicToolCalls, AnythingElseIsContent) {
   EXPECT_FALSE(may_be_pythonic_calls("Hi ["));
 }
 
-std::string read_template(const std::string& name) {
+std::string read_data(const std::string& name) {
   std::filesystem::path p;
   for (const char* root : {".", ".."}) {
-    p = std::filesystem::path(root) / "python/tests/data/chat_templates" / name;
+    p = std::filesystem::path(root) / "python/tests/data" / name;
     if (std::filesystem::exists(p)) break;
   }
   std::ifstream in(p);
@@ -191,7 +191,7 @@ TEST(ToolFormat, SectionAndPythonicDetectedFromRealTemplates) {
       {"vllm-llama3.2-pythonic.jinja", ToolFormat::pythonic},
       {"meta-llama-Llama-3.2-3B-Instruct.jinja", ToolFormat::llama3_json}};
   for (const auto& [file, format] : cases) {
-    const std::string src = read_template(file);
+    const std::string src = read_data("chat_templates/" + file);
     ASSERT_FALSE(src.empty()) << file;
     EXPECT_EQ(detect_tool_format(src), format) << file;
   }
@@ -203,6 +203,39 @@ TEST(ToolFormat, SectionAndPythonicDetectedFromRealTemplates) {
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("kimi_k2"), std::string::npos) << e.what();
   }
+}
+
+std::string canonical(const json::Value& v) {
+  json::Writer w;
+  w.value(v);
+  return w.take();
+}
+
+TEST(PythonicToolCalls, MatchesPythonsAst) {
+  // python/tests/test_pythonic_fixture.py: random call lists written by repr() / json.dumps, and broken variants,
+  // with the calls Python's ast reads out of them (null: no call).
+  const std::string text = read_data("pythonic_tool_calls.json");
+  ASSERT_FALSE(text.empty());
+  const json::Value cases = json::parse(text);
+  size_t calls = 0;
+  for (const json::Value& c : cases.as_array()) {
+    const std::string& t = c.find("text")->as_string();
+    const ParsedAnswer a = parse_pythonic_tool_calls(t);
+    const json::Value* want = c.find("calls");
+    if (want->is_null()) {
+      EXPECT_TRUE(a.calls.empty()) << t;
+      EXPECT_EQ(a.content, t);
+      continue;
+    }
+    ASSERT_EQ(a.calls.size(), want->as_array().size()) << t;
+    EXPECT_EQ(a.content, "") << t;
+    for (size_t i = 0; i < a.calls.size(); ++i) {
+      EXPECT_EQ(a.calls[i].name, want->as_array()[i].find("name")->as_string()) << t;
+      EXPECT_EQ(canonical(json::parse(a.calls[i].arguments)), canonical(*want->as_array()[i].find("arguments"))) << t;
+      ++calls;
+    }
+  }
+  EXPECT_GT(calls, 300u);
 }
 
 const std::string kTools =
