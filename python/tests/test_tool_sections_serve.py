@@ -9,7 +9,8 @@ format. The next turn, holding the server's call and a tool result, is rendered 
 apply_chat_template(messages, tools=tools) renders it (DeepSeek's templates join the arguments as a string and
 need the turn's null content, which transformers 5 drops, so there its jinja renderer is given the messages as
 they are; the others get the arguments as an object, as vLLM passes them): the same prompt length and first-token log-probabilities as the
-transformers model gives on transformers' ids. A forced section marker that leads to no call comes back as content."""
+transformers model gives on transformers' ids, and /tokenize gives those ids. A named choice's prompt is
+transformers' followed by the format's opening. A forced section marker that leads to no call comes back as content."""
 import json
 import os
 
@@ -94,9 +95,38 @@ def served(request, tmp_path_factory):
     assert s.stop() == 0
 
 
-def _post(server, body):
-    status, text = server.raw("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+def _post_to(server, path, body):
+    status, text = server.raw("POST", path, json.dumps(body), {"Content-Type": "application/json"})
     return status, json.loads(text)
+
+
+def _post(server, body):
+    return _post_to(server, "/v1/chat/completions", body)
+
+
+OPENINGS = {"deepseek_v3": "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n",
+            "deepseek_v31": "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>",
+            "kimi_k2": "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+                       "<|tool_call_argument_begin|>"}
+
+
+@needs_cli
+def test_forced_prompt_ends_with_the_opening(served):
+    """A named choice's prompt is transformers' rendering of the conversation followed by the format's opening up to
+    the arguments, the function's name in it, its markers special tokens: the same ids."""
+    name, _, path, server = served
+    if name not in OPENINGS:
+        return
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(path)
+    text = tok.apply_chat_template(QUESTION, tools=TOOLS, add_generation_prompt=True, tokenize=False)
+    want = tok(text + OPENINGS[name], add_special_tokens=False)["input_ids"]
+    status, got = _post_to(server, "/tokenize", {"model": "tiny", "messages": QUESTION, "tools": TOOLS,
+                                                 "tool_choice": NAMED})
+    assert status == 200 and got["tokens"] == want, (got, want)
+    specials = {tok.convert_tokens_to_ids(t) for t in FORMATS[name]["specials"]}
+    opening = want[len(tok(text, add_special_tokens=False)["input_ids"]):]
+    assert sum(t in specials for t in opening) == 3, opening  # the section's and the call's markers: single tokens
 
 
 def _named_call(client, seed, stream=False):
@@ -221,6 +251,8 @@ def test_tool_result_turn_renders_as_transformers(served):
     model = LlamaForCausalLM.from_pretrained(path).eval()
     with torch.no_grad():
         first = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1].float(), -1).topk(5).values.tolist()
+    status, tokenized = _post_to(server, "/tokenize", {"model": "tiny", "messages": messages, "tools": TOOLS})
+    assert status == 200 and tokenized["tokens"] == ids, (tokenized, ids)
     r = client.chat.completions.create(model="tiny", messages=messages, tools=TOOLS, tool_choice="none",
                                        max_tokens=1, temperature=0, logprobs=True, top_logprobs=5)
     assert r.usage.prompt_tokens == len(ids)
