@@ -5,12 +5,12 @@ template (their markers special tokens, as in the real tokenizers), driven by th
 A named tool_choice at temperature 1.0 over many seeds gives one call of that function whose arguments json.loads
 and test_json_schema's independent validator passes against the function's parameters (streamed too); Kimi's id is
 "functions.NAME:0" as its template numbers calls. Forced choices the format cannot hold are a 400 naming the
-format. The next turn, holding the server's call and a tool result, is rendered as transformers'
-apply_chat_template(messages, tools=tools) renders it (DeepSeek's templates join the arguments as a string and
-need the turn's null content, which transformers 5 drops, so there its jinja renderer is given the messages as
-they are; the others get the arguments as an object, as vLLM passes them): the same prompt length and first-token log-probabilities as the
-transformers model gives on transformers' ids, and /tokenize gives those ids. A named choice's prompt is
-transformers' followed by the format's opening. A forced section marker that leads to no call comes back as content."""
+format. A named choice's prompt is transformers' rendering followed by the format's opening. The next turn, holding
+the server's call and a tool result, has transformers' apply_chat_template(messages, tools=tools) ids (/tokenize)
+and the transformers model's first-token log-probabilities. DeepSeek's templates join the arguments as a string and
+need the turn's null content, which transformers 5 drops, so there transformers' jinja renderer is given the
+messages as they are; the others get the arguments as an object, as vLLM passes them. A forced section marker that
+leads to no call comes back as content."""
 import json
 import os
 

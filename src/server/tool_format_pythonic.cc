@@ -200,7 +200,10 @@ class PythonicReader {
     cp = 0;
     for (size_t k = 0; k < n; ++k) {
       const char c = s_[i_++];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
       if (d < 0) return false;
       cp = cp * 16 + uint32_t(d);
     }

@@ -352,7 +352,8 @@ Streamed stream(ToolFormat format, const std::vector<std::string>& pieces, ToolM
 
 TEST(ToolFormat, StreamedSectionsAndPythonic) {
   // Content streams until a possible start of the section's marker, which is held with the rest to the end.
-  Streamed s = stream(ToolFormat::kimi_k2, {"Sure", ". <|tool_calls_sec", "tion_begin|><|tool_call_begin|>functions.f:0",
+  Streamed s = stream(ToolFormat::kimi_k2, {"Sure", ". <|tool_calls_sec",
+                                            "tion_begin|><|tool_call_begin|>functions.f:0",
                                             "<|tool_call_argument_begin|>{}<|tool_call_end|>", ""});
   EXPECT_EQ(s.contents, (std::vector<std::string>{"Sure", ". ", "", "", ""}));
   EXPECT_EQ(s.ids, (std::vector<std::string>{"functions.f:0"}));
