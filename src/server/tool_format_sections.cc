@@ -43,6 +43,25 @@ struct Markers {
 
 using BodyReader = std::function<bool(std::string_view body, ToolCall& call)>;
 
+// The next occurrence of a marker at or after a position that only grows: each marker is searched for again only once
+// the position has passed its last find, so an answer of many calls is read in one pass (no quadratic rescans
+// where an end marker is missing).
+class NextMarker {
+ public:
+  NextMarker(std::string_view text, std::string_view marker) : text_(text), marker_(marker) {}
+  size_t from(size_t pos) {
+    if (searched_ && (at_ == npos || at_ >= pos)) return at_;
+    searched_ = true;
+    at_ = text_.find(marker_, pos);
+    return at_;
+  }
+
+ private:
+  std::string_view text_, marker_;
+  size_t at_ = npos;
+  bool searched_ = false;
+};
+
 ParsedAnswer parse_section(std::string_view text, const Markers& m, const BodyReader& read_body) {
   ParsedAnswer out;
   out.content = std::string(text);
@@ -54,9 +73,10 @@ ParsedAnswer parse_section(std::string_view text, const Markers& m, const BodyRe
     if (!all_space(stray)) content += stray;
   };
   size_t pos = at + m.section_begin.size();
+  NextMarker next_call(text, m.call_begin), next_close(text, m.call_end), next_section_end(text, m.section_end);
   for (;;) {
-    const size_t call = text.find(m.call_begin, pos);
-    const size_t section_end = text.find(m.section_end, pos);
+    const size_t call = next_call.from(pos);
+    const size_t section_end = next_section_end.from(pos);
     if (call == npos || (section_end != npos && section_end < call)) {
       if (section_end == npos) {
         keep(text.substr(pos));
@@ -69,8 +89,8 @@ ParsedAnswer parse_section(std::string_view text, const Markers& m, const BodyRe
     keep(text.substr(pos, call - pos));
     const size_t body = call + m.call_begin.size();
     // A call the model never closed ends where the next call or the section's end begins, or with the answer.
-    const size_t close = text.find(m.call_end, body);
-    const size_t limit = std::min({close, text.find(m.call_begin, body), text.find(m.section_end, body), text.size()});
+    const size_t close = next_close.from(body);
+    const size_t limit = std::min({close, next_call.from(body), next_section_end.from(body), text.size()});
     const size_t end = limit == close ? close + m.call_end.size() : limit;
     ToolCall c;
     if (read_body(text.substr(body, limit - body), c)) calls.push_back(std::move(c));
