@@ -13,6 +13,7 @@ messages as they are; the others get the arguments as an object, as vLLM passes 
 leads to no call comes back as content."""
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -266,3 +267,33 @@ def test_tool_result_turn_renders_as_transformers(served):
         messages[1]["tool_calls"][0]["function"]["arguments"] = "[1]"
         status, err = _post(server, {"model": "tiny", "messages": messages, "tools": TOOLS, "max_tokens": 2})
         assert status == 400 and "messages[1].tool_calls[0].function.arguments" in err["error"]["message"], err
+
+
+@needs_cli
+def test_tool_call_parser_flag(tmp_path):
+    """--tool-call-parser names the new formats: kimi_k2 over Kimi's template starts and reads that format (a named
+    call comes back with Kimi's id); pythonic over it overrides the detected format (a named choice is then the
+    pythonic 400); deepseek_v31 over DeepSeek-V3.1's published template is refused at start-up, naming the flag and
+    the model, since that template never writes the tools list."""
+    pytest.importorskip("openai")
+    from test_serve import CLI, ServerProcess
+    kimi = _checkpoint(tmp_path / "kimi", FORMATS["kimi_k2"])
+    for flag, check in (("kimi_k2", "id"), ("pythonic", "refused")):
+        s = ServerProcess(kimi, "--kv-cache-memory", str(64 << 20), "--tool-call-parser", flag)
+        try:
+            status, r = _post(s, {"model": "tiny", "messages": QUESTION, "tools": TOOLS, "tool_choice": NAMED,
+                                  "max_tokens": 200, "temperature": 1.0, "seed": 3})
+        finally:
+            # Not asserted 0: a server stopped this soon after it started sometimes dies of the SIGTERM itself
+            # (OpenBLAS's thread, started before main blocks the signal, can take it), whatever the flags.
+            s.stop()
+        if check == "refused":
+            assert status == 400 and "pythonic" in r["error"]["message"], r
+        else:
+            c = r["choices"][0]
+            assert status == 200 and (c["finish_reason"] == "length" or
+                                      c["message"]["tool_calls"][0]["id"] == "functions.get_weather:0"), r
+    ds = _checkpoint(tmp_path / "ds31", FORMATS["deepseek_v31"])
+    r = subprocess.run([CLI, "serve", "-m", ds, "--port", "0", "--tool-call-parser", "deepseek_v31"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--tool-call-parser deepseek_v31" in r.stderr and ds in r.stderr, r.stderr
