@@ -238,6 +238,32 @@ TEST(PythonicToolCalls, MatchesPythonsAst) {
   EXPECT_GT(calls, 300u);
 }
 
+TEST(SectionToolCalls, MatchVllmRegexes) {
+  // python/tests/test_section_calls_fixture.py: random closed answers in each format with the content and calls
+  // vLLM's deepseek_v3 / deepseek_v31 / kimi_k2 regular expressions and Python's json read from them.
+  const std::string text = read_data("section_tool_calls.json");
+  ASSERT_FALSE(text.empty());
+  const json::Value cases = json::parse(text);
+  size_t calls = 0;
+  for (const json::Value& c : cases.as_array()) {
+    const std::string& format = c.find("format")->as_string();
+    const std::string& t = c.find("text")->as_string();
+    const ToolFormat f = parse_tool_call_parser(format);
+    const ParsedAnswer a = read_answer(t, ToolMode::automatic, true, f);
+    EXPECT_EQ(a.content, c.find("content")->as_string()) << t;
+    const json::Array& want = c.find("calls")->as_array();
+    ASSERT_EQ(a.calls.size(), want.size()) << t;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(a.calls[i].name, want[i].find("name")->as_string()) << t;
+      EXPECT_EQ(canonical(json::parse(a.calls[i].arguments)), canonical(*want[i].find("arguments"))) << t;
+      if (const json::Value* id = want[i].find("id")) EXPECT_EQ(a.calls[i].id, id->as_string()) << t;
+      else EXPECT_TRUE(a.calls[i].id.starts_with("call_")) << t;
+      ++calls;
+    }
+  }
+  EXPECT_GT(calls, 300u);
+}
+
 const std::string kTools =
     R"([{"type": "function", "function": {"name": "get_weather", "parameters":
         {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
