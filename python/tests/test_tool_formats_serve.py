@@ -226,6 +226,6 @@ def test_tool_call_parser_flag(tmp_path):
     r = subprocess.run([CLI, "serve", "-m", path, "--port", "0", "--tool-call-parser", "llama3_json"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "--tool-call-parser llama3_json" in r.stderr and path in r.stderr, r.stderr
-    r = subprocess.run([CLI, "serve", "-m", path, "--tool-call-parser", "pythonic"], capture_output=True, text=True,
+    r = subprocess.run([CLI, "serve", "-m", path, "--tool-call-parser", "granite"], capture_output=True, text=True,
                        timeout=60)
-    assert r.returncode != 0 and "--tool-call-parser" in r.stderr and "pythonic" in r.stderr, r.stderr
+    assert r.returncode != 0 and "--tool-call-parser" in r.stderr and "granite" in r.stderr, r.stderr

@@ -262,16 +262,17 @@ TEST(HarmonyRequest, ConversationCarriesThinkingAndLeavesNullContentOut) {
       {"role": "assistant", "content": null, "reasoning_content": "look it up",
        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
       {"role": "tool", "tool_call_id": "call_1", "content": "42"}])");
-  const chat::Value h = chat_messages(msgs, true);
+  const chat::Value h = chat_messages(msgs, ToolFormat::openai, true);
   const chat::Value& a = h.as_list()[1];
   EXPECT_EQ(a.as_dict().find("thinking")->as_string(), "look it up");
   EXPECT_EQ(a.as_dict().find("content"), nullptr);
   EXPECT_EQ(a.as_dict().find("reasoning_content"), nullptr);
   // Other templates see the fields as sent.
-  const chat::Value plain = chat_messages(msgs, false);
+  const chat::Value plain = chat_messages(msgs, ToolFormat::none, false);
   EXPECT_TRUE(plain.as_list()[1].as_dict().find("content")->is_none());
   EXPECT_EQ(plain.as_list()[1].as_dict().find("thinking"), nullptr);
-  EXPECT_THROW(chat_messages(json::parse(R"([{"role": "assistant", "content": "x", "reasoning_content": 3}])"), true),
+  EXPECT_THROW(chat_messages(json::parse(R"([{"role": "assistant", "content": "x", "reasoning_content": 3}])"),
+                             ToolFormat::openai, true),
                ApiError);
 }
 

@@ -83,7 +83,7 @@ std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat, cons
   const Value* m = field(body, "messages");
   if (!m || !m->is_array() || m->as_array().empty())
     throw bad_request("messages: required, a non-empty list of {role, content}", "messages");
-  const chat::Value messages = chat_messages(*m, harmony);
+  const chat::Value messages = chat_messages(*m, tools.format, harmony);
   const chat::Dict kwargs = template_kwargs(body);
   std::string text;
   try {
@@ -247,6 +247,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   const ToolRequest tools = parse_tool_fields(body, chat_endpoint, format, chat ? chat->source() : "");
   r.tool_mode = tools.mode;
   r.tool_format = tools.format;
+  r.tool_forced_name = tools.forced_name;
   if (tools.mode == ToolMode::automatic) keep_special_tag(tokenizer, tool_call_marker(tools.format), p);
   r.parallel_tool_calls = tools.parallel;
   if (const Value* v = field(body, "include_reasoning")) r.include_reasoning = bool_field(*v, "include_reasoning");

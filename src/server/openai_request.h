@@ -40,6 +40,7 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   ToolMode tool_mode = ToolMode::text;  // how the answers are read (tools / tool_choice)
   ToolFormat tool_format = ToolFormat::hermes;
+  std::string tool_forced_name;  // a forced call whose name the format writes outside the JSON (DeepSeek, Kimi)
   bool parallel_tool_calls = true;
   // The server's parser, or none where the answer is held to a schema from its first token (a forced tool call,
   // response_format), so it has no <think> block.

@@ -1,6 +1,7 @@
 #include "server/responses.h"
 
 #include "loader/json_writer.h"
+#include "server/tool_format_pythonic.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
@@ -114,7 +115,9 @@ void write_tool_calls(Writer& w, const std::vector<ToolCall>& calls, bool delta)
 
 // The marker a streamed answer is held from (tool_chunk_text): hermes' and mistral's, read anywhere in the answer.
 std::vector<std::string> held_markers(const ResponseContext& ctx) {
-  if (ctx.tool_mode != ToolMode::automatic || ctx.tool_format == ToolFormat::llama3_json) return {};
+  if (ctx.tool_mode != ToolMode::automatic || ctx.tool_format == ToolFormat::llama3_json ||
+      ctx.tool_format == ToolFormat::pythonic)
+    return {};
   const std::string_view marker = tool_call_marker(ctx.tool_format);
   if (marker.empty()) return {};
   return {std::string(marker)};
@@ -166,7 +169,8 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
         a = {r.content, std::move(h.calls)};
         if (!ctx.parallel_tool_calls && a.calls.size() > 1) a.calls.resize(1);
       } else {
-        a = read_answer(r.content, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_format);
+        a = read_answer(r.content, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_format,
+                        ctx.tool_forced_name);
       }
       const bool reasoning = ctx.reasoning != ReasoningParser::none || ctx.harmony;
       w.key("message").begin_object().member("role", "assistant").key("content");
@@ -214,16 +218,20 @@ std::string StreamWriter::tool_chunk_text(size_t i, const std::string& text, boo
   answer_.at(i) += text;
   std::string out;
   if (finished) {
-    ParsedAnswer a = read_answer(answer_[i], ctx_.tool_mode, ctx_.parallel_tool_calls, ctx_.tool_format);
+    ParsedAnswer a =
+        read_answer(answer_[i], ctx_.tool_mode, ctx_.parallel_tool_calls, ctx_.tool_format, ctx_.tool_forced_name);
     // What was sent is the start of the content: the text before the first call is sent as it comes.
     if (a.content.size() > sent_[i]) out = a.content.substr(sent_[i]);
     calls = std::move(a.calls);
     return out;
   }
   if (ctx_.tool_mode == ToolMode::forced) return out;
-  if (ctx_.tool_format == ToolFormat::llama3_json) {
-    // Calls only at the answer's start (vLLM's llama3_json): held while it may begin one, then all of it streams.
-    if (sent_[i] == 0 && may_be_llama3_calls(answer_[i])) return out;
+  if (ctx_.tool_format == ToolFormat::llama3_json || ctx_.tool_format == ToolFormat::pythonic) {
+    // Calls only at the answer's start (vLLM's llama3_json, pythonic): held while it may begin them, then all of it
+    // streams.
+    if (sent_[i] == 0 && (ctx_.tool_format == ToolFormat::pythonic ? may_be_pythonic_calls(answer_[i])
+                                                                     : may_be_llama3_calls(answer_[i])))
+      return out;
     out = answer_[i].substr(sent_[i]);
     sent_[i] = answer_[i].size();
     return out;

@@ -30,6 +30,7 @@ struct ResponseContext {
   ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how calls are written
   bool harmony = false;        // chat: gpt-oss's harmony messages (server/harmony.h), read after harmony_prefix
   std::string harmony_prefix;  // the header the prompt ends with (a forced call's, response_format's final)
+  std::string tool_forced_name;                 // ApiRequest::tool_forced_name
 };
 
 // One choice gathered over all its deltas (the non-streamed response).

@@ -121,7 +121,7 @@ struct Server::Handlers {
     ResponseContext ctx{endpoint, (endpoint == Endpoint::completions ? "cmpl-" : "chatcmpl-") +
                                       std::to_string(next_id++), unix_seconds(), options.model_name,
                         s.tokenizer.get(), r.tool_mode, r.parallel_tool_calls, r.reasoning, r.include_reasoning,
-                        r.tool_format, r.harmony, r.harmony_prefix};
+                        r.tool_format, r.harmony, r.harmony_prefix, r.tool_forced_name};
     if (r.stream) return stream(ctx, r, *s.engine, id, *queue, ex);
     Choices choices(r.request.params.n);
     std::vector<EngineClock::time_point> times;

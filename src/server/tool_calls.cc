@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
+#include "server/tool_format_pythonic.h"
+#include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
 namespace {
@@ -83,8 +85,13 @@ ToolFormat parse_tool_call_parser(std::string_view name) {
   if (name == "llama3_json") return ToolFormat::llama3_json;
   if (name == "mistral") return ToolFormat::mistral;
   if (name == "openai") return ToolFormat::openai;
+  if (name == "deepseek_v3") return ToolFormat::deepseek_v3;
+  if (name == "deepseek_v31") return ToolFormat::deepseek_v31;
+  if (name == "kimi_k2") return ToolFormat::kimi_k2;
+  if (name == "pythonic") return ToolFormat::pythonic;
   throw ArgumentError("--tool-call-parser: \"" + std::string(name) +
-                      "\" is not one of hermes, llama3_json, mistral, openai");
+                      "\" is not one of hermes, llama3_json, mistral, openai, deepseek_v3, deepseek_v31, kimi_k2, "
+                      "pythonic");
 }
 
 const char* tool_format_name(ToolFormat f) {
@@ -93,6 +100,10 @@ const char* tool_format_name(ToolFormat f) {
     case ToolFormat::llama3_json: return "llama3_json";
     case ToolFormat::mistral: return "mistral";
     case ToolFormat::openai: return "openai";
+    case ToolFormat::deepseek_v3: return "deepseek_v3";
+    case ToolFormat::deepseek_v31: return "deepseek_v31";
+    case ToolFormat::kimi_k2: return "kimi_k2";
+    case ToolFormat::pythonic: return "pythonic";
     case ToolFormat::none: break;
   }
   return "none";
@@ -105,6 +116,12 @@ ToolFormat detect_tool_format(std::string_view src) {
   // Hermes first: Hermes 3 (a Llama 3.1 fine-tune) keeps Llama's special tokens but writes <tool_call> blocks.
   if (src.find(kToolCallOpen) != std::string_view::npos) return ToolFormat::hermes;
   if (src.find(kMistralCalls) != std::string_view::npos) return ToolFormat::mistral;
+  if (src.find(kKimiSectionBegin) != std::string_view::npos) return ToolFormat::kimi_k2;
+  // DeepSeek-V3 / R1 fence the arguments ('```json'); V3.1 writes them right after the separator.
+  if (src.find(kDeepSeekSep) != std::string_view::npos)
+    return src.find("```json") != std::string_view::npos ? ToolFormat::deepseek_v3 : ToolFormat::deepseek_v31;
+  // Before Llama's markers: the pythonic Llama 3.2 template keeps "Environment: ipython".
+  if (src.find("[func_name1(") != std::string_view::npos) return ToolFormat::pythonic;
   // Llama 3.2's template has no <|python_tag|> (it has no builtin tools) but sets "Environment: ipython" for tools.
   if (src.find(kPythonTag) != std::string_view::npos || src.find("Environment: ipython") != std::string_view::npos)
     return ToolFormat::llama3_json;
@@ -117,6 +134,10 @@ std::string_view tool_call_marker(ToolFormat f) {
     case ToolFormat::llama3_json: return kPythonTag;
     case ToolFormat::mistral: return kMistralCalls;
     case ToolFormat::openai: return "<|channel|>";
+    case ToolFormat::deepseek_v3:
+    case ToolFormat::deepseek_v31: return kDeepSeekCallsBegin;
+    case ToolFormat::kimi_k2: return kKimiSectionBegin;
+    case ToolFormat::pythonic: return "[";
     case ToolFormat::none: break;
   }
   return {};
@@ -277,7 +298,8 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   return out;
 }
 
-ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format) {
+ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format,
+                         std::string_view forced_name) {
   ParsedAnswer out;
   if (mode == ToolMode::text) {
     out.content = std::string(text);
@@ -285,13 +307,21 @@ ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, To
   }
   if (mode == ToolMode::forced) {
     ToolCall call;
-    if (parse_tool_call_json(text, call, format)) out.calls.push_back(std::move(call));
+    if (names_call_outside_json(format) ? forced_section_call(format, forced_name, text, call)
+                                        : parse_tool_call_json(text, call, format))
+      out.calls.push_back(std::move(call));
     else out.content = std::string(text);  // cut short ("length"): what there is, as text
     return out;
   }
-  out = format == ToolFormat::llama3_json ? parse_llama3_tool_calls(text)
-        : format == ToolFormat::mistral   ? parse_mistral_tool_calls(text)
-                                          : parse_hermes_tool_calls(text);
+  switch (format) {
+    case ToolFormat::llama3_json: out = parse_llama3_tool_calls(text); break;
+    case ToolFormat::mistral: out = parse_mistral_tool_calls(text); break;
+    case ToolFormat::deepseek_v3: out = parse_deepseek_v3_tool_calls(text); break;
+    case ToolFormat::deepseek_v31: out = parse_deepseek_v31_tool_calls(text); break;
+    case ToolFormat::kimi_k2: out = parse_kimi_k2_tool_calls(text); break;
+    case ToolFormat::pythonic: out = parse_pythonic_tool_calls(text); break;
+    default: out = parse_hermes_tool_calls(text); break;
+  }
   if (!parallel && out.calls.size() > 1) out.calls.resize(1);
   return out;
 }

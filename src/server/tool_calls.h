@@ -27,12 +27,16 @@ inline constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 //                letters and digits (Mistral's templates refuse others).
 //   openai:      gpt-oss's harmony messages, a call being one addressed to=functions.NAME (server/harmony.h reads
 //                the whole answer, channels and calls together).
-enum class ToolFormat { none, hermes, llama3_json, mistral, openai };
+//   deepseek_v3, deepseek_v31, kimi_k2: content, then a special-token section of calls (server/tool_format_sections.h).
+//   pythonic:    the whole answer is [f(a=1), g()] (server/tool_format_pythonic.h).
+enum class ToolFormat { none, hermes, llama3_json, mistral, openai, deepseek_v3, deepseek_v31, kimi_k2, pythonic };
 
 ToolFormat parse_tool_call_parser(std::string_view name);  // ArgumentError naming --tool-call-parser
 const char* tool_format_name(ToolFormat f);
 // From the template's source: <|channel|> (gpt-oss's harmony), <tool_call> (Hermes), [TOOL_CALLS] (Mistral),
-// <|python_tag|> or "Environment: ipython" (Llama 3.1 / 3.2 / 3.3); none when it mentions none of them.
+// <|tool_calls_section_begin|> (Kimi-K2), <｜tool▁sep｜> (DeepSeek: V3 where the arguments sit in a ```json fence,
+// else V3.1), "[func_name1(" (the pythonic templates' instruction), <|python_tag|> or "Environment: ipython"
+// (Llama 3.1 / 3.2 / 3.3); none when it mentions none of them.
 ToolFormat detect_tool_format(std::string_view template_source);
 // The text whose appearance starts the calls (held back while streaming, kept when the tokenizer marks it special).
 std::string_view tool_call_marker(ToolFormat f);
@@ -62,8 +66,10 @@ ParsedAnswer parse_llama3_tool_calls(std::string_view text);
 ParsedAnswer parse_mistral_tool_calls(std::string_view text);
 
 // The answer read as `mode` says; `parallel` false keeps only the first call (parallel_tool_calls: false). A forced
-// answer is the one call object (the prompt ends with the format's opening, ToolRequest::forced_prefix).
-ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format = ToolFormat::hermes);
+// answer is the one call object (the prompt ends with the format's opening, ToolRequest::forced_prefix), or for the
+// formats that write the name outside the JSON (names_call_outside_json) the arguments of `forced_name`.
+ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format = ToolFormat::hermes,
+                         std::string_view forced_name = {});
 
 // "call_" + 24 hex digits; for mistral 9 letters and digits.
 std::string new_tool_call_id(ToolFormat format = ToolFormat::hermes);

@@ -157,7 +157,7 @@ TEST(ToolFormat, DetectedFromRealTemplates) {
   EXPECT_EQ(parse_tool_call_parser("mistral"), ToolFormat::mistral);
   EXPECT_EQ(parse_tool_call_parser("hermes"), ToolFormat::hermes);
   try {
-    parse_tool_call_parser("pythonic");
+    parse_tool_call_parser("granite");
     ADD_FAILURE();
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("--tool-call-parser"), std::string::npos);

@@ -8,9 +8,11 @@
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/json_schema_union.h"
+#include "loader/json_writer.h"
 #include "server/api_error.h"
 #include "server/harmony.h"
 #include "server/request_fields.h"
+#include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
 namespace {
@@ -112,7 +114,7 @@ std::string message_content(const Value& content) {
   return text;
 }
 
-chat::Value tool_calls_value(const Value& calls, size_t m) {
+chat::Value tool_calls_value(const Value& calls, size_t m, bool arguments_as_text) {
   const std::string at = "messages[" + std::to_string(m) + "].tool_calls";
   if (!calls.is_array()) throw bad_request(at + ": must be a list of calls", "messages");
   chat::List out;
@@ -140,7 +142,9 @@ chat::Value tool_calls_value(const Value& calls, size_t m) {
     // Rebuilt as {id?, type, function: {name, arguments}}: the template writes `arguments | tojson`.
     chat::Dict f;
     f.set("name", chat::Value::string(name->as_string()));
-    f.set("arguments", chat::Value::from_json(parsed));
+    f.set("arguments", arguments_as_text && args && args->is_string() ? chat::Value::string(args->as_string())
+                       : arguments_as_text                           ? chat::Value::string(json::Writer().value(parsed).take())
+                                                                     : chat::Value::from_json(parsed));
     chat::Dict call;
     if (const Value* id = field(c, "id")) call.set("id", chat::Value::from_json(*id));
     call.set("type", chat::Value::string("function"));
@@ -170,7 +174,8 @@ void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std
                         "the prompt)");
 }
 
-chat::Value chat_messages(const Value& messages, bool harmony) {
+chat::Value chat_messages(const Value& messages, ToolFormat format, bool harmony) {
+  const bool arguments_as_text = format == ToolFormat::deepseek_v3 || format == ToolFormat::deepseek_v31;
   chat::List out;
   for (size_t i = 0; i < messages.as_array().size(); ++i) {
     const Value& msg = messages.as_array()[i];
@@ -195,7 +200,7 @@ chat::Value chat_messages(const Value& messages, bool harmony) {
     for (const json::Member* kv : msg.members_in_source_order()) {
       if (kv->first == "role" || kv->first == "content") continue;
       if (kv->first == "tool_calls") {
-        if (calls) m.set("tool_calls", tool_calls_value(*calls, i));
+        if (calls) m.set("tool_calls", tool_calls_value(*calls, i, arguments_as_text));
         continue;
       }
       // gpt-oss's template takes an assistant's analysis as "thinking" (transformers' name); OpenAI clients send
@@ -232,8 +237,8 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
   if (!tools->is_array()) throw bad_request("tools: must be a list of {\"type\": \"function\", ...}", "tools");
   if (format == ToolFormat::none)
     throw bad_request("tools: this model's chat template has no tool-call format this server reads (Hermes "
-                      "<tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS], gpt-oss harmony; serve's --tool-call-parser "
-                      "names one)",
+                      "<tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS], gpt-oss harmony, DeepSeek-V3 / V3.1, Kimi-K2, "
+                      "pythonic; serve's --tool-call-parser names one)",
                       "tools");
   std::vector<Tool> list;
   std::set<std::string> names;
@@ -269,20 +274,27 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
                       "\"function\": {\"name\": ...}}",
                       "tool_choice");
   }
+  if (format == ToolFormat::pythonic)
+    throw bad_request("tool_choice: named and \"required\" choices are not supported for the pythonic call format "
+                      "(its arguments are Python literals, which the JSON schema machinery cannot hold); use \"auto\"",
+                      "tool_choice");
   if (required && list.size() == 1) named = list[0].name;
-  if (format == ToolFormat::openai) {
-    // Harmony names the function in the message header, before the body the mask holds: the prompt ends with a
-    // named call's header and the body is the parameters alone. A choice among several would need the mask over
-    // the header too.
+  if (format == ToolFormat::openai || names_call_outside_json(format)) {
+    // The name is written before the arguments, outside the JSON (harmony: in the message header): the prompt's
+    // opening names the function and the schema holds its arguments alone; "required" over several tools would
+    // have to choose the name outside the schema.
     if (named.empty())
-      throw bad_request("tool_choice: \"required\" with several tools is not supported for gpt-oss's harmony format "
-                        "(its call names the function in the header, outside the schema mask); name one tool, or "
-                        "use \"auto\"",
+      throw bad_request(std::string("tool_choice: \"required\" with several tools is not supported for the ") +
+                            tool_format_name(format) +
+                            " call format (the function's name is written outside the JSON); name one tool, or use "
+                            "\"auto\"",
                         "tool_choice");
     for (const Tool& t : list)
       if (t.name == named) r.schema = compile_call_schema(t.parameters);
     r.mode = ToolMode::forced;
-    r.forced_prefix = harmony_call_header(named);
+    r.forced_name = named;
+    r.forced_prefix =
+        format == ToolFormat::openai ? harmony_call_header(named) : forced_call_opening(format, named);
     return r;
   }
   // One call object per tool, {"name": const, "arguments": parameters} ("parameters" for Llama 3.x, as its

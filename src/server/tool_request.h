@@ -25,6 +25,9 @@ struct ToolRequest {
   // 3.x: "parameters") and the text the prompt is extended with so the model starts inside a call.
   std::shared_ptr<const JsonSchema> schema;
   std::string forced_prefix;
+  // The forced function where the format names it outside the JSON (DeepSeek, Kimi): the prompt's opening names it
+  // and the schema holds only its arguments.
+  std::string forced_name;
 };
 
 // `format`: the call format the model writes (none: tools are refused naming `tools`); `template_source` decides
@@ -38,8 +41,9 @@ void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std
 
 // OpenAI's messages as the template's list: content parts joined, assistant tool_calls kept with their
 // "arguments" JSON text parsed into an object (as vLLM does, so templates write it with tojson), other keys as sent.
-// `harmony` (gpt-oss's template): an assistant's reasoning_content / reasoning becomes its "thinking", and content
-// null beside tool_calls is left out.
-chat::Value chat_messages(const json::Value& messages, bool harmony = false);
+// `format` DeepSeek's: their templates join the arguments to strings with '+', so they stay the JSON text as sent
+// (checked to be an object all the same). `harmony` (gpt-oss's template): an assistant's reasoning_content /
+// reasoning becomes its "thinking", and content null beside tool_calls is left out.
+chat::Value chat_messages(const json::Value& messages, ToolFormat format = ToolFormat::none, bool harmony = false);
 
 }  // namespace attnzoo::server
