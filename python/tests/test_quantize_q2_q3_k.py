@@ -1,0 +1,327 @@
+"""attnzoo.quant.quantize to Q2_K / Q3_K (llama.cpp's searches), against independent references:
+  - llama.cpp's quantize_row_q2_K_ref / quantize_row_q3_K_ref and, with an importance matrix, its
+    quantize_row_q2_K_impl / quantize_row_q3_K_impl (make_qkx2/qkx3_quants, make_q3_quants, make_qx_quants,
+    make_qp_quants) transcribed here to numpy in their f32 operations and order: the same bytes on Gaussian and
+    heavy-tailed rows and on edge blocks (zeros, constants, one outlier, f32 subnormals, huge values);
+  - llama-quantize itself, where it is built (~/.cache/attnzoo/llama.cpp/build-*/bin; skipped, saying so,
+    otherwise): the same F32 GGUF quantized --pure by it and by us has identical tensor bytes;
+  - gguf.quants.dequantize decodes our blocks as attnzoo's own decoders do; the error sits between plain
+    round-to-nearest's (which the search beats) and Q4_K's (which 2 / 3 bits cannot reach);
+  - a real model (SmolLM2-135M, where present) requantized to Q3_K generates, and its perplexity sits between
+    Q2_K's and Q4_K's.
+Whole-file policy (fallbacks, head / embedding): src/convert/tensor_policy_test.cc and test_quantize.py."""
+import glob
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+from attnzoo import quant  # noqa: E402
+
+T = gguf.GGMLQuantizationType
+LOW = [T.Q2_K, T.Q3_K]
+f32 = np.float32
+
+
+def _data(kind, rng, rows=32, cols=1024):
+    if kind == "normal":
+        return rng.standard_normal((rows, cols)).astype(f32)
+    if kind == "heavy":  # Student-t with 2 degrees of freedom: a few huge outliers per block
+        return rng.standard_t(2, (rows, cols)).astype(f32)
+    if kind == "edges":  # one kind of edge case per row
+        x = (rng.standard_normal((12, 512)) * 0.02).astype(f32)
+        x[0] = 0                                           # all-zero super-blocks
+        x[1, :16] = 0                                      # one zero sub-block among others
+        x[2, 40] = 5000.0                                  # one huge outlier
+        x[3] = (rng.standard_normal(512) * 1e-39).astype(f32)  # f32 subnormals: below GROUP_MAX_EPS, zeros
+        x[4, :256] *= 1e-12                                # scales below f16's range next to normal ones
+        x[5] = rng.integers(-4, 4, 512)                    # small integers (ties at .5 after scaling)
+        x[6] = np.abs(x[6])                                # one-signed blocks
+        x[7] = -np.abs(x[7])
+        x[8, ::2] = 7.0                                    # repeated extremes
+        x[8, 1::2] = -7.0
+        x[9] = 1.0                                         # constant blocks (zero range)
+        x[10] *= 1e6                                       # large values, scales still within f16
+        x[11] = (rng.standard_normal(512) * 1e9).astype(f32)  # huge: d overflows f16, the fit's sums overflow f32
+        return x
+    raise ValueError(kind)
+
+
+# --- llama.cpp's searches in numpy: vectorised over sub-blocks, every f32 operation in its order ------------------
+
+def _nearest(v):
+    """nearest_int: the rounded integer left in the mantissa by adding 1.5 * 2^23 (what it gives for NaN, inf and
+    huge values included)."""
+    with np.errstate(all="ignore"):
+        bits = (np.asarray(v, f32) + f32(12582912)).view(np.int32)
+    return ((bits & 0x007FFFFF) - 0x00400000).astype(np.int64)
+
+
+def _seq(terms):
+    """A C loop's running f32 sum over the last axis, one term at a time."""
+    acc = np.zeros(terms.shape[:-1], f32)
+    for i in range(terms.shape[-1]):
+        acc = acc + terms[..., i]
+    return acc
+
+
+def _first_absmax(x):
+    """The signed value of largest |x| (the first of ties; 0 when all are 0), as the `ax > amax` loops pick it."""
+    return np.take_along_axis(x, np.abs(x).argmax(-1)[..., None], -1)[..., 0]
+
+
+def _make_qkx(x, w, nmax, rmin, rdelta, nstep, mad):
+    """make_qkx2_quants / make_qkx3_quants (weights given): -> scale, the_min (= -min), levels."""
+    n = x.shape[1]
+    lo, hi = x[:, 0].copy(), x[:, 0].copy()
+    sum_w = w[:, 0].copy()
+    sum_x = sum_w * x[:, 0]
+    for i in range(1, n):
+        lo = np.where(x[:, i] < lo, x[:, i], lo)
+        hi = np.where(x[:, i] > hi, x[:, i], hi)
+        sum_w = sum_w + w[:, i]
+        sum_x = sum_x + w[:, i] * x[:, i]
+    lo = np.where(lo > 0, f32(0), lo)
+    flat = hi == lo
+    span = np.where(flat, f32(1), hi - lo)
+    err_of = (lambda d: np.abs(d)) if mad else (lambda d: d * d)
+    with np.errstate(all="ignore"):
+        iscale = f32(nmax) / span
+        scale = f32(1) / iscale
+        L = np.clip(_nearest(iscale[:, None] * (x - lo[:, None])), 0, nmax)
+        best = _seq(w * err_of(scale[:, None] * L.astype(f32) + lo[:, None] - x))
+        mn = lo.copy()
+        for step in range(nstep + 1):
+            # The minimum of the best candidate so far is the next candidate's origin (the C loop updates `min`).
+            iscale = (f32(rmin) + f32(rdelta) * f32(step) + f32(nmax)) / np.where(flat, f32(1), hi - mn)
+            aux = np.clip(_nearest(iscale[:, None] * (x - mn[:, None])), 0, nmax)
+            la = aux.astype(f32)
+            sum_l, sum_l2, sum_xl = _seq(w * la), _seq(w * la * la), _seq(w * la * x)
+            D = sum_w * sum_l2 - sum_l * sum_l
+            this_scale = (sum_w * sum_xl - sum_x * sum_l) / D
+            this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D
+            positive = this_min > 0
+            this_min = np.where(positive, f32(0), this_min)
+            this_scale = np.where(positive, sum_xl / sum_l2, this_scale)
+            cur = _seq(w * err_of(this_scale[:, None] * la + this_min[:, None] - x))
+            better = (D > 0) & (cur < best)
+            L = np.where(better[:, None], aux, L)
+            best = np.where(better, cur, best)
+            scale = np.where(better, this_scale, scale)
+            mn = np.where(better, this_min, mn)
+    return np.where(flat, f32(0), scale), np.where(flat, -lo, -mn), np.where(flat[:, None], 0, L)
+
+
+def _descend(x, w, L, sumlx, suml2, lo, hi, rest_first):
+    """The coordinate descent of make_qp_quants (rest_first) and make_q3_quants, on every row at once: a row stops
+    after its first pass without a change, as the C loop breaks."""
+    active = np.ones(len(x), bool)
+    with np.errstate(all="ignore"):
+        for _ in range(5):
+            changed = np.zeros(len(x), bool)
+            for i in range(x.shape[1]):
+                wi, xi, li = w[:, i], x[:, i], L[:, i].astype(f32)
+                slx = sumlx - wi * xi * li
+                sl2 = suml2 - wi * li * li
+                go = active & (slx > 0)
+                if rest_first:
+                    go &= sl2 > 0
+                new_l = np.clip(_nearest(xi * sl2 / slx), lo, hi)
+                go &= new_l != L[:, i]
+                nl = new_l.astype(f32)
+                slx = slx + wi * xi * nl
+                sl2 = sl2 + wi * nl * nl
+                keep = go & (slx * slx * suml2 > sumlx * sumlx * sl2)
+                if not rest_first:
+                    keep &= sl2 > 0
+                L[:, i] = np.where(keep, new_l, L[:, i])
+                sumlx = np.where(keep, slx, sumlx)
+                suml2 = np.where(keep, sl2, suml2)
+                changed |= keep
+            active &= changed
+    return sumlx, suml2
+
+
+def _make_q3(x, nmax):
+    """make_q3_quants(do_rmse): weights x^2, levels refined one at a time -> scale, levels + nmax."""
+    mx = _first_absmax(x)
+    zero = np.abs(mx) < f32(1e-15)
+    mx = np.where(zero, f32(1), mx)
+    w = x * x
+    iscale = f32(-nmax) / mx
+    L = np.clip(_nearest(iscale[:, None] * x), -nmax, nmax - 1)
+    sumlx, suml2 = _seq(w * x * L.astype(f32)), _seq(w * L.astype(f32) * L.astype(f32))
+    sumlx, suml2 = _descend(x, w, L, sumlx, suml2, -nmax, nmax - 1, rest_first=False)
+    with np.errstate(all="ignore"):
+        scale = np.where(suml2 > 0, sumlx / suml2, f32(0))
+    return np.where(zero, f32(0), scale), np.where(zero[:, None], 0, L + nmax)
+
+
+def _make_qx(x, w, nmax):
+    """make_qx_quants(rmse_type 1, weights given) -> scale, levels + nmax."""
+    mx = _first_absmax(x)
+    zero = np.abs(mx) < f32(1e-15)
+    mx = np.where(zero, f32(1), mx)
+
+    def fit(iscale):
+        l = np.clip(_nearest(iscale[:, None] * x), -nmax, nmax - 1)
+        lf = l.astype(f32)
+        return l, _seq(w * x * lf), _seq(w * lf * lf)
+    with np.errstate(all="ignore"):
+        L, sumlx, suml2 = fit(f32(-nmax) / mx)
+        scale = np.where(suml2 != 0, sumlx / suml2, f32(0))
+        best = scale * sumlx
+        for step in range(-9, 10):
+            if step == 0:
+                continue
+            l, sumlx, suml2 = fit(-(f32(nmax) + f32(0.1) * f32(step)) / mx)
+            better = (suml2 > 0) & (sumlx * sumlx > best * suml2)
+            L = np.where(better[:, None], l, L)
+            scale = np.where(better, sumlx / suml2, scale)
+            best = np.where(better, scale * sumlx, best)
+    return np.where(zero, f32(0), scale), np.where(zero[:, None], 0, L + nmax)
+
+
+def _make_qp(x, w, nmax):
+    """make_qp_quants: non-negative values (sub-block scales) -> scale, levels in [0, nmax]."""
+    mx = np.maximum(x.max(-1), f32(0))
+    zero = mx < f32(1e-15)
+    mx = np.where(zero, f32(1), mx)
+
+    def mse_of(iscale, clamp):
+        l = _nearest(iscale[:, None] * x)
+        if clamp:
+            l = np.minimum(nmax, l)
+        diff = x - (f32(1) / iscale)[:, None] * l.astype(f32)
+        return _seq(w * diff * diff)
+    with np.errstate(all="ignore"):
+        iscale = f32(nmax) / mx
+        best = mse_of(iscale, False)
+        for step in range(-4, 5):
+            if step == 0:
+                continue
+            candidate = (f32(0.1) * f32(step) + f32(nmax)) / mx
+            mse = mse_of(candidate, True)
+            iscale = np.where(mse < best, candidate, iscale)
+            best = np.where(mse < best, mse, best)
+        L = np.minimum(nmax, _nearest(iscale[:, None] * x))
+        lf = L.astype(f32)
+        sumlx, suml2 = _descend(x, w, L, _seq(w * x * lf), _seq(w * lf * lf), -(1 << 40), nmax, rest_first=True)
+        scale = np.where(suml2 > 0, sumlx / suml2, f32(0))
+    return np.where(zero, f32(0), scale), np.where(zero[:, None], 0, L)
+
+
+def _half(v):
+    with np.errstate(all="ignore"):
+        h = np.asarray(v, f32).astype(np.float16)
+    return h.view(np.uint8).reshape(-1, 2), h.astype(f32)
+
+
+def _pack_2bit(L):
+    """qs: byte l of each 32-byte half holds the 2-bit levels of elements l, l + 32, l + 64, l + 96."""
+    q = (L & 3).reshape(len(L), 2, 4, 32).astype(np.uint8)
+    return (q[:, :, 0] | (q[:, :, 1] << 2) | (q[:, :, 2] << 4) | (q[:, :, 3] << 6)).reshape(len(L), 64)
+
+
+def _importance_weights(sb, importance, rows, spread):
+    sigma2 = _seq(sb * sb)
+    sigma2 = sigma2 / f32(256) if spread == 1 else f32(spread) * sigma2 / f32(256)
+    qw = np.tile(importance.reshape(-1, 256), (rows, 1))
+    with np.errstate(all="ignore"):
+        w = qw * np.sqrt(sigma2[:, None] + sb * sb)
+    return w.reshape(-1, 16), _seq(w.reshape(len(sb), 16, 16))
+
+
+def _llama_q2_k(x, importance=None):
+    rows = len(x)
+    sb = x.reshape(-1, 256)
+    S = len(sb)
+    sub = sb.reshape(-1, 16)
+    with np.errstate(all="ignore"):
+        if importance is None:
+            scales, mins, L = _make_qkx(sub, np.abs(sub), 3, -0.5, 0.1, 15, mad=True)
+            scales, mins = scales.reshape(S, 16), mins.reshape(S, 16)
+            max_scale = np.maximum(scales.max(1), f32(0))
+            max_min = np.maximum(mins.max(1), f32(0))
+            has_s, has_m = max_scale > 0, max_min > 0
+            inv_s = f32(15) / np.where(has_s, max_scale, f32(1))
+            inv_m = f32(15) / np.where(has_m, max_min, f32(1))
+            packed = np.where(has_s[:, None], _nearest(inv_s[:, None] * scales), 0) & 0xFF
+            packed = (packed | np.where(has_m[:, None], _nearest(inv_m[:, None] * mins) << 4, 0)) & 0xFF
+            d_bytes, d16 = _half(np.where(has_s, max_scale / f32(15), f32(0)))
+            m_bytes, m16 = _half(np.where(has_m, max_min / f32(15), f32(0)))
+        else:
+            w, sw = _importance_weights(sb, importance, rows, 1)
+            scales, mins, L = _make_qkx(sub, w, 3, -0.9, 0.05, 36, mad=False)
+            dm, ls = _make_qp(scales.reshape(S, 16), sw, 15)
+            mm, lm = _make_qp(mins.reshape(S, 16), sw, 15)
+            packed = (ls | (lm << 4)) & 0xFF
+            d_bytes, d16 = _half(dm)
+            m_bytes, m16 = _half(mm)
+        L = L.reshape(S, 16, 16)
+        d = d16[:, None] * (packed & 0xF).astype(f32)
+        dm = m16[:, None] * (packed >> 4).astype(f32)
+        requant = np.clip(_nearest((sb.reshape(S, 16, 16) + dm[..., None]) / d[..., None]), 0, 3)
+        L = np.where((d != 0)[..., None], requant, L).reshape(S, 256)
+    out = np.concatenate([packed.astype(np.uint8), _pack_2bit(L), d_bytes, m_bytes], 1)
+    return out.reshape(rows, -1)
+
+
+def _llama_q3_k(x, importance=None):
+    rows = len(x)
+    sb = x.reshape(-1, 256)
+    S = len(sb)
+    sub = sb.reshape(-1, 16)
+    with np.errstate(all="ignore"):
+        if importance is None:
+            scales, L = _make_q3(sub, 4)
+            scales = scales.reshape(S, 16)
+            max_scale = _first_absmax(scales)
+            nz = max_scale != 0
+            iscale = f32(-32) / np.where(nz, max_scale, f32(1))
+            l = ((_nearest(iscale[:, None] * scales) + 128) & 0xFF) - 128  # stored in an int8 first
+            ls = np.where(nz[:, None], np.clip(l, -32, 31) + 32, 0)
+            d_bytes, d16 = _half(np.where(nz, f32(1) / iscale, f32(0)))
+        else:
+            w, sw = _importance_weights(sb, importance, rows, 2)
+            scales, L = _make_qx(sub, w, 4)
+            d_block, ls = _make_qx(scales.reshape(S, 16), sw, 32)
+            d_bytes, d16 = _half(d_block)
+        L = L.reshape(S, 16, 16)
+        d = d16[:, None] * (ls - 32).astype(f32)
+        requant = np.clip(_nearest(sb.reshape(S, 16, 16) / d[..., None]), -4, 3) + 4
+        L = np.where((d != 0)[..., None], requant, L).reshape(S, 256)
+    high = (L > 3).reshape(S, 8, 32).astype(np.uint8)
+    hmask = sum(high[:, k] << k for k in range(8)).astype(np.uint8)
+    ls = ls.astype(np.uint8)
+    scale_bytes = np.concatenate([(ls[:, :8] & 0xF) | ((ls[:, 8:] & 0xF) << 4),
+                                  sum((ls[:, 4 * k:4 * k + 4] >> 4) << (2 * k) for k in range(4)).astype(np.uint8)], 1)
+    out = np.concatenate([hmask, _pack_2bit(L - 4 * (L > 3)), scale_bytes, d_bytes], 1)
+    return out.reshape(rows, -1)
+
+
+LLAMA = {T.Q2_K: _llama_q2_k, T.Q3_K: _llama_q3_k}
+
+
+def _first_difference(got, want):
+    bad = np.argwhere(got != want)
+    return "" if bad.size == 0 else f"first differing byte at (row, byte) {tuple(bad[0])} of {len(bad)}"
+
+
+@pytest.mark.parametrize("qtype", LOW, ids=lambda t: t.name)
+@pytest.mark.parametrize("kind", ["normal", "heavy", "edges"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["plain", "importance"])
+def test_bytes_of_llama_cpps_operations(qtype, kind, weighted):
+    rng = np.random.default_rng(41 + int(qtype) + len(kind))
+    x = _data(kind, rng)
+    importance = None
+    if weighted:  # channels differing by ~e^4, a few without any weight
+        importance = np.exp(rng.standard_normal(x.shape[1]) * 2).astype(f32)
+        importance[rng.integers(0, x.shape[1], 8)] = 0
+    got = quant.quantize(x, qtype, importance=importance)
+    want = LLAMA[qtype](x, importance)
+    assert got.shape == want.shape
+    assert not _first_difference(got, want), _first_difference(got, want)
