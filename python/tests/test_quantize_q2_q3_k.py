@@ -471,3 +471,39 @@ def test_bad_input_is_refused_by_name():
     importance[7] = np.inf
     with pytest.raises(ValueError, match=r"importance of input channel 7 is inf"):
         quant.quantize(np.zeros((1, 256), np.float32), T.Q3_K, importance=importance)
+
+
+# --- a real model -----------------------------------------------------------------------------------------------
+
+def test_smollm2_q3_k_generates_and_its_perplexity_sits_between_q2_k_and_q4_k(tmp_path):
+    """SmolLM2-135M-Instruct (Q4_1, requantized with --allow-requantize): its rows of 576 are not whole super-blocks,
+    so Q2_K / Q3_K / Q4_K reach ffn_down (rows of 1536) and the other matrices fall back (Q4_0, Q4_0, Q5_0), as
+    llama-quantize's do. Perplexity on the Sherlock Holmes text, 2 x 128 tokens, measured: Q4_1 source 13.4, Q4_K
+    16.2, Q3_K 18.4, Q2_K 298 (a 2-bit ffn_down is what llama.cpp's own Q2_K mixture avoids). Greedy, the source,
+    Q4_K and Q3_K files all answer " Paris." to "The capital of France is"; Q2_K's does not."""
+    from test_gguf_reader import SMOLLM2
+    from test_quantize import _cli
+    from attnzoo import perplexity as ppl_module
+    from attnzoo.model import Model
+    if not os.path.exists(SMOLLM2):
+        pytest.skip(f"{SMOLLM2} is missing: run scripts/setup.sh")
+    try:
+        text_path = ppl_module.default_text()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    with open(text_path, encoding="utf-8", newline="") as f:
+        text = f.read()
+    ppl = {}
+    for qtype in ("Q2_K", "Q3_K", "Q4_K"):
+        out = tmp_path / f"smollm2-{qtype}.gguf"
+        r = _cli("quantize", "-m", SMOLLM2, "-o", str(out), "--type", qtype, "--allow-requantize")
+        assert r.returncode == 0, r.stderr
+        assert f"30 {qtype}" in r.stdout, r.stdout  # every layer's ffn_down
+        model = Model.load(str(out))
+        ppl[qtype] = model.perplexity(text, n_ctx=128, n_chunks=2).ppl
+        if qtype == "Q3_K":
+            words = model.generate("The capital of France is", max_new_tokens=8, do_sample=False)
+            assert words.startswith(" Paris"), words
+    source = Model.load(SMOLLM2).perplexity(text, n_ctx=128, n_chunks=2).ppl
+    assert source < ppl["Q4_K"] < ppl["Q3_K"] < ppl["Q2_K"], (source, ppl)
+    assert ppl["Q3_K"] < 1.6 * source, (source, ppl)
