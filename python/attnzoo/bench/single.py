@@ -257,9 +257,9 @@ def _quantize_case(cfg, qtype):
     """f32 weights [3K, K] to GGUF blocks with llama.cpp's scale search (Q2_K: 17 candidate scale / minimum pairs
     per sub-block of 16, then 4-bit sub-block scales; Q3_K: levels refined one at a time per sub-block of 16, then
     6-bit scales; Q4_K: 22 candidate pairs per sub-block of 32, then 6-bit scales; IQ4: 16 candidate scales per
-    block of 32 over the non-linear grid), rows over the thread pool. Rated by the f32 bytes read: the search is far from memory-bound (a model is
-    quantized once), so the fraction shows its cost over one pass through the weights and the rows compare the
-    formats' searches on the same matrix."""
+    block of 32 over the non-linear grid), rows over the thread pool. Rated by the f32 bytes read: the search is far
+    from memory-bound (a model is quantized once), so the fraction shows its cost over one pass through the weights
+    and the rows compare the formats' searches on the same matrix."""
     from .harness import BenchCase, Prepared
     from .gguf_blocks import type_id, weight_bytes
     from .. import _core
