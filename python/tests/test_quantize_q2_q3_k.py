@@ -4,7 +4,8 @@
     make_qp_quants) transcribed here to numpy in their f32 operations and order: the same bytes on Gaussian and
     heavy-tailed rows and on edge blocks (zeros, constants, one outlier, f32 subnormals, huge values);
   - llama-quantize itself, where it is built (~/.cache/attnzoo/llama.cpp/build-*/bin; skipped, saying so,
-    otherwise): the same F32 GGUF quantized --pure by it and by us has identical tensor bytes;
+    otherwise): the same F32 GGUF quantized --pure by it and by us has identical tensor bytes, without and with an
+    imatrix, for Q2_K / Q3_K and every other searched format (Q4_K, Q5_K, Q6_K, Q4_0 ... Q5_1, IQ4_NL, IQ4_XS);
   - gguf.quants.dequantize decodes our blocks as attnzoo's own decoders do; the error sits between plain
     round-to-nearest's (which the search beats) and Q4_K's (which 2 / 3 bits cannot reach);
   - a real model (SmolLM2-135M, where present) requantized to Q3_K generates, and its perplexity sits between
@@ -12,6 +13,7 @@
 Whole-file policy (fallbacks, head / embedding): src/convert/tensor_policy_test.cc and test_quantize.py."""
 import glob
 import os
+import struct
 import subprocess
 
 import numpy as np
@@ -334,11 +336,10 @@ def _llama_quantize():
     return found[-1] if found else None
 
 
-@pytest.mark.parametrize("qtype", ["Q2_K", "Q3_K"])
-def test_llama_quantize_pure_writes_our_bytes(qtype, tmp_path):
-    """The same F32 GGUF (a tiny Llama whose matrices are all whole super-blocks) quantized by llama-quantize --pure
-    and by `attnzoo quantize` with the head and embedding in the main type too: every tensor of the same type has
-    the same bytes (all matrices are qtype; the norms stay F32 in both)."""
+@pytest.fixture(scope="module")
+def f32_gguf(tmp_path_factory):
+    """(llama-quantize, a tiny Llama's F32 GGUF whose matrices are all whole super-blocks, an importance vector per
+    matrix, the same as llama.cpp's legacy imatrix file)."""
     tool = _llama_quantize()
     if tool is None:
         pytest.skip("llama-quantize is not built under ~/.cache/attnzoo/llama.cpp/build-*/bin "
@@ -351,26 +352,75 @@ def test_llama_quantize_pure_writes_our_bytes(qtype, tmp_path):
                                       initializer_range=0.05, hidden_size=256, intermediate_size=768,
                                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                       tie_word_embeddings=False)
-    hf = tmp_path / "hf"
-    checks.save_random_model("llama", config, str(hf), _randomize, attn_implementation="eager")
-    _tokenizer("llama").save_pretrained(str(hf))
-    f32_file, theirs, ours = tmp_path / "f32.gguf", tmp_path / "theirs.gguf", tmp_path / "ours.gguf"
-    r = _cli("quantize", "-m", str(hf), "-o", str(f32_file), "--type", "F32")
+    directory = tmp_path_factory.mktemp("llama-quantize")
+    checks.save_random_model("llama", config, str(directory / "hf"), _randomize, attn_implementation="eager")
+    _tokenizer("llama").save_pretrained(str(directory / "hf"))
+    r = _cli("quantize", "-m", str(directory / "hf"), "-o", str(directory / "ours-f32.gguf"), "--type", "F32")
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([tool, "--pure", str(f32_file), str(theirs), qtype, "2"], capture_output=True, text=True,
-                       timeout=300)
+    # Written again by gguf-py (alignment 32, no general.alignment key): llama-quantize aligns its output's data to
+    # 32 whatever the source's general.alignment says, which leaves a 64-aligned source's quantized file unreadable
+    # whenever its header is not a multiple of 64 long (here: with the imatrix's path among the keys).
+    reader = gguf.GGUFReader(str(directory / "ours-f32.gguf"))
+    writer = gguf.GGUFWriter(str(directory / "f32.gguf"), reader.fields["general.architecture"].contents())
+    for key, field in reader.fields.items():
+        if not key.startswith("GGUF.") and key not in ("general.architecture", "general.alignment"):
+            writer.add_key_value(key, field.contents(), field.types[0], field.types[1] if len(field.types) > 1 else None)
+    for t in reader.tensors:
+        writer.add_tensor(t.name, np.asarray(t.data, f32).reshape([int(n) for n in reversed(t.shape)]))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    rng = np.random.default_rng(5)
+    importance = {t.name: np.exp(rng.standard_normal(int(t.shape[0]))).astype(f32)
+                  for t in gguf.GGUFReader(str(directory / "f32.gguf")).tensors if len(t.shape) == 2}
+    # llama.cpp's legacy imatrix: entries of (name, ncall, values); llama-quantize uses values / ncall (ncall 1).
+    with open(directory / "imatrix.dat", "wb") as f:
+        f.write(struct.pack("<i", len(importance)))
+        for name, values in importance.items():
+            f.write(struct.pack("<i", len(name)) + name.encode() + struct.pack("<ii", 1, len(values)))
+            f.write(values.tobytes())
+    return tool, directory, importance
+
+
+# Every searched format: llama.cpp's searches share their pieces, and all of them give llama-quantize's bytes.
+SEARCHED = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL", "IQ4_XS"]
+
+
+@pytest.mark.parametrize("qtype", SEARCHED)
+@pytest.mark.parametrize("weighted", [False, True], ids=["plain", "imatrix"])
+def test_llama_quantize_writes_our_bytes(f32_gguf, qtype, weighted):
+    """The F32 GGUF quantized by llama-quantize --pure (with --imatrix: the importance vectors) and by attnzoo:
+    without importance `attnzoo quantize` on the file, the head and embedding in the main type too; with it
+    attnzoo.quant.quantize of each matrix with its vector (the call --calibration makes). Every matrix (16, all in
+    qtype) has the same bytes; the norms stay F32 in both."""
+    from test_quantize import _cli
+    tool, directory, importance = f32_gguf
+    theirs, ours = directory / f"llama-{qtype}-{weighted}.gguf", directory / f"ours-{qtype}.gguf"
+    extra = ["--imatrix", str(directory / "imatrix.dat")] if weighted else []
+    r = subprocess.run([tool, "--pure", *extra, str(directory / "f32.gguf"), str(theirs), qtype, "2"],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    r = _cli("quantize", "-m", str(f32_file), "-o", str(ours), "--type", qtype, "--output-tensor-type", qtype,
-             "--token-embedding-type", qtype)
-    assert r.returncode == 0, r.stderr
-    mine = {t.name: t for t in gguf.GGUFReader(str(ours)).tensors}
+    source = {t.name: t for t in gguf.GGUFReader(str(directory / "f32.gguf")).tensors}
+    if not weighted:
+        r = _cli("quantize", "-m", str(directory / "f32.gguf"), "-o", str(ours), "--type", qtype,
+                 "--output-tensor-type", qtype, "--token-embedding-type", qtype)
+        assert r.returncode == 0, r.stderr
+        mine = {t.name: np.asarray(t.data).view(np.uint8).reshape(-1) for t in gguf.GGUFReader(str(ours)).tensors}
     compared = 0
     for t in gguf.GGUFReader(str(theirs)).tensors:
-        assert t.tensor_type == mine[t.name].tensor_type, t.name
-        a, b = np.asarray(t.data).view(np.uint8).reshape(-1), np.asarray(mine[t.name].data).view(np.uint8).reshape(-1)
-        assert a.size == b.size and np.array_equal(a, b), f"{t.name}: {np.count_nonzero(a != b)} bytes differ"
-        compared += t.tensor_type.name == qtype
-    assert compared == 2 + 7 * config.num_hidden_layers  # embedding, head and every block's seven matrices
+        got = np.asarray(t.data).view(np.uint8).reshape(-1)
+        if t.tensor_type.name != qtype:
+            assert t.tensor_type == T.F32 and len(t.shape) == 1, t.name
+            continue
+        if weighted:
+            values = np.asarray(source[t.name].data, f32).reshape([int(n) for n in reversed(t.shape)])
+            want = quant.quantize(values, t.tensor_type, importance=importance[t.name]).reshape(-1)
+        else:
+            want = mine[t.name]
+        assert got.size == want.size and np.array_equal(got, want), f"{t.name}: {np.count_nonzero(got != want)} bytes"
+        compared += 1
+    assert compared == 16  # embedding, head and both blocks' seven matrices
 
 
 # --- decoding and error ---------------------------------------------------------------------------------------

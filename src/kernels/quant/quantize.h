@@ -7,8 +7,9 @@
 //  - K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) search each sub-block's scale (and minimum) the way llama.cpp's reference
 //    quantizers do: candidate scales around the plain max / range one, each refitted by weighted least squares,
 //    the one with the smallest weighted error kept; then the sub-block scales are themselves quantized to 6 / 8
-//    bits and the values requantized against the stored scales. Q2_K and Q3_K (quantize_q2_q3_k.cc) give
-//    llama-quantize's bytes exactly, with and without importance (the same f32 operations in the same order).
+//    bits and the values requantized against the stored scales. Every search forms its products in llama.cpp's
+//    order, so Q2_K ... Q6_K, IQ4 and the importance-weighted 4/5-bit formats give llama-quantize's bytes exactly,
+//    with and without importance (python/tests/test_quantize_q2_q3_k.py runs llama-quantize where it is built).
 //  - IQ4_NL / IQ4_XS (quantize_iq4.cc) search each block's scale over the non-linear grid as llama.cpp's
 //    quantize_row_iq4_nl_impl does (candidates putting the largest |x| on the grid's ends, each refitted by
 //    weighted least squares); IQ4_XS then rounds the eight block scales to 6 bits of one f16 scale.
