@@ -364,7 +364,8 @@ def f32_gguf(tmp_path_factory):
     writer = gguf.GGUFWriter(str(directory / "f32.gguf"), reader.fields["general.architecture"].contents())
     for key, field in reader.fields.items():
         if not key.startswith("GGUF.") and key not in ("general.architecture", "general.alignment"):
-            writer.add_key_value(key, field.contents(), field.types[0], field.types[1] if len(field.types) > 1 else None)
+            sub_type = field.types[1] if len(field.types) > 1 else None
+            writer.add_key_value(key, field.contents(), field.types[0], sub_type)
     for t in reader.tensors:
         writer.add_tensor(t.name, np.asarray(t.data, f32).reshape([int(n) for n in reversed(t.shape)]))
     writer.write_header_to_file()
