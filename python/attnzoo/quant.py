@@ -101,7 +101,8 @@ def matmul(x, w, qtype, n, k, path="auto"):
 
 def quantize(x, qtype, importance=None):
     """uint8 [rows, row bytes]: x [rows, cols] (float32) as GGUF blocks of `qtype` (F32, F16, BF16, Q8_0, Q4_0,
-    Q4_1, Q5_0, Q5_1: gguf.quants.quantize's bytes; Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS: llama.cpp's scale search).
+    Q4_1, Q5_0, Q5_1: gguf.quants.quantize's bytes; Q2_K, Q3_K: llama-quantize's bytes; Q4_K, Q5_K, Q6_K, IQ4_NL,
+    IQ4_XS: llama.cpp's scale search).
     `importance`: one weight per column (an imatrix: mean squared activation per input channel) for the weighted
     search."""
     x = np.ascontiguousarray(x, dtype=np.float32)
@@ -123,8 +124,8 @@ def quantize_checkpoint(src_dir, out_path, type="Q8_0", output_tensor_type=None,
                         allow_requantize=False):
     """`attnzoo quantize` from Python: the Hugging Face checkpoint in `src_dir` (every family the README's
     quantization row names: Llama-style dense and MoE models, Gemma, Phi-3, GLM, DeepSeek, gpt-oss, the Qwen3 and
-    state-space hybrids, ...; a class it cannot write is refused with the list) written to `out_path` as GGUF v3, matrices in `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
-    Q6_K, IQ4_NL, IQ4_XS) under llama-quantize's precision policy. `tensor_types`: {regex on the GGUF name: type} (first match
+    state-space hybrids, ...; a class it cannot write is refused with the list) written to `out_path` as GGUF v3, matrices in `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
+    Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS) under llama-quantize's precision policy. `tensor_types`: {regex on the GGUF name: type} (first match
     wins); `keep`: regexes of tensors that keep the checkpoint's float type; `calibration`: a text file the model
     runs on first, its per-channel mean squared Linear inputs weighting the scale search (llama.cpp's imatrix).
     Returns {"architecture", "tensors": [{"name", "hf_name", "shape", "type", "source_type", "bytes"}], "tokenizer",

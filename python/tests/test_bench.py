@@ -325,7 +325,7 @@ SINGLE_FORM_ROWS = {("mla", "prefill f32 (naive form)"): "fma", ("mla", "absorbe
 for _q in ("Q4_0", "Q4_K", "Q5_K", "IQ4_XS", "Q8_0", "BF16"):
     for _n in ("K", "3K"):
         SINGLE_FORM_ROWS[("quantized gemv", f"{_q} weights N={_n}")] = "memory"
-for _q in ("Q4_K", "IQ4_NL", "IQ4_XS"):
+for _q in ("Q2_K", "Q3_K", "Q4_K", "IQ4_NL", "IQ4_XS"):
     SINGLE_FORM_ROWS[("weight quantization", f"{_q} scale search")] = "memory"
 # The case names its backend, so it times bf16 products wherever the CPU has them, also where the vendor rule
 # widens, rated against the peak of the engine that multiplies them (AMX tiles where they run, else vdpbf16ps).
@@ -378,6 +378,7 @@ def test_single_form_work_counts():
     assert cases[("quantized gemv", "Q5_K weights N=K")].bytes == K * K // 256 * 176
     assert cases[("quantized gemv", "BF16 weights N=K")].bytes == K * K * 2
     assert cases[("weight quantization", "IQ4_XS scale search")].bytes == 3 * K * K * 4
+    assert cases[("weight quantization", "Q2_K scale search")].bytes == 3 * K * K * 4
     for case in cases.values():
         assert (case.flops > 0) != (case.bytes > 0)
 

@@ -33,15 +33,18 @@ PROMPT_LEN = 24
 TEXT = "the quick brown fox jumps over the lazy dog, 12345 times!\nHello world."
 QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                r"\s*[\r\n]+|\s+(?!\S)|\s+")
-MAIN_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL",
-              "IQ4_XS"]
+MAIN_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
+              "IQ4_NL", "IQ4_XS"]
 # RMS(logits - the f32 model's logits) / std(logits): measured on both models (Q4_0 0.28 / 0.33, Q4_1 0.23 /
 # 0.28, Q4_K 0.23 / 0.25, IQ4_NL 0.24 / 0.30, IQ4_XS 0.24 / 0.31, Q5_0 0.15 / 0.18, Q5_1 0.13 / 0.15, Q5_K 0.12 /
 # 0.15, Q6_K 0.06 / 0.08, Q8_0 0.021 / 0.027, BF16 0.007 / 0.008, F16 0.0008 / 0.001), bounds about 1.5x; a
 # misplaced row or scale gives ~1.4.
+# Q2_K 0.86 / 0.87 and Q3_K 0.47 / 0.51 (qwen3's o_proj falls back to Q4_0), bounded at 1.27x / 1.4x: 2 bits come
+# close to the misplaced-row level.
 # Random 2-layer models amplify weight noise about 3x (Q4_0's weights alone are off by ~9%).
 LOGIT_TOL = {"F32": 1e-5, "F16": 0.002, "BF16": 0.015, "Q8_0": 0.04, "Q6_K": 0.12, "Q5_K": 0.23, "Q5_1": 0.23,
-             "Q5_0": 0.27, "Q4_K": 0.38, "Q4_1": 0.42, "Q4_0": 0.5, "IQ4_NL": 0.45, "IQ4_XS": 0.46}
+             "Q5_0": 0.27, "Q3_K": 0.7, "Q2_K": 1.1,
+             "Q4_K": 0.38, "Q4_1": 0.42, "Q4_0": 0.5, "IQ4_NL": 0.45, "IQ4_XS": 0.46}
 
 
 def _config(kind):
@@ -102,14 +105,15 @@ def _quantize(checkpoint, qtype, tmp_path_factory, *extra):
 
 def _expected_types(name, shape, qtype):
     """llama-quantize's defaults, restated: 1-D -> F32; head / embedding -> Q8_0 (for Q8_0) or Q6_K (lower
-    bits); rows that are not whole super-blocks fall back (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,
-    IQ4_XS -> IQ4_NL)."""
+    bits); rows that are not whole super-blocks fall back (Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1,
+    Q6_K -> Q8_0, IQ4_XS -> IQ4_NL)."""
     if len(shape) == 1:
         return "F32"
     if name in ("output.weight", "token_embd.weight") and qtype not in ("F32", "F16", "BF16"):
         qtype = "Q8_0" if qtype == "Q8_0" else "Q6_K"
     if shape[-1] % 256 and (qtype.endswith("_K") or qtype == "IQ4_XS"):  # qwen3's o_proj: rows of 128
-        return {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "IQ4_XS": "IQ4_NL"}[qtype]
+        return {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0",
+                "IQ4_XS": "IQ4_NL"}[qtype]
     return qtype
 
 
@@ -163,7 +167,8 @@ def test_quantized_file_reads_back_everywhere(checkpoint, qtype, tmp_path_factor
     assert field("general.alignment") == 64 and reader.alignment == 64
     assert all(t.data_offset % 64 == 0 for t in reader.tensors)
     assert field("general.architecture") == kind
-    ftype = {"F32": "ALL_F32", "Q4_K": "MOSTLY_Q4_K_S", "Q5_K": "MOSTLY_Q5_K_S"}.get(qtype, f"MOSTLY_{qtype}")
+    ftype = {"F32": "ALL_F32", "Q3_K": "MOSTLY_Q3_K_S", "Q4_K": "MOSTLY_Q4_K_S", "Q5_K": "MOSTLY_Q5_K_S"}.get(
+        qtype, f"MOSTLY_{qtype}")
     assert field("general.file_type") == int(gguf.LlamaFileType[ftype])  # llama.cpp's LLAMA_FTYPE_*
     assert field(f"{kind}.block_count") == 2 and field(f"{kind}.attention.head_count_kv") == 2
     assert field("tokenizer.ggml.model") == "gpt2"
@@ -188,7 +193,7 @@ def test_quantized_file_reads_back_everywhere(checkpoint, qtype, tmp_path_factor
     assert err < LOGIT_TOL[qtype], (qtype, err)
 
 
-@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_1", "Q5_K", "Q6_K"])
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_1", "Q3_K", "Q5_K", "Q6_K"])
 def test_transformers_gguf_loader_agrees(checkpoint, qtype, tmp_path_factory):
     """transformers' GGUF loader reads the same file with its own name map, reverse permutation and gguf's
     dequantization: its model and ours compute the same logits from it."""
@@ -285,7 +290,7 @@ def test_bad_input_one_line_nonzero_exit(case, tmp_path):
     assert not os.path.exists(out) and not os.path.exists(out + ".partial")
 
 
-@pytest.mark.parametrize("qtype", ["Q4_K", "Q4_0", "IQ4_XS"])
+@pytest.mark.parametrize("qtype", ["Q4_K", "Q4_0", "IQ4_XS", "Q2_K", "Q3_K"])
 def test_calibration_lowers_the_error_on_its_activations(checkpoint, qtype, tmp_path_factory, tmp_path):
     """--calibration (llama.cpp's imatrix): the error that matters for a projection is ||X (W - W_q)^T||^2 over
     the activations X it sees. Collected here independently (torch hooks on the transformers model, the same
@@ -321,8 +326,8 @@ def test_calibration_lowers_the_error_on_its_activations(checkpoint, qtype, tmp_
     e_plain, e_cal = errors(plain), errors(calibrated)
     assert set(e_plain) == set(inputs) - ({"output.weight"} if kind == "qwen3" else set())
     better = sum(e_cal[n] < e_plain[n] for n in e_plain)
-    # Measured: 0.84-0.89 of the plain error for Q4_0 / Q4_K, 0.90-0.93 for IQ4_XS (random tiny models have few
-    # outlier channels; real ones gain more).
+    # Measured: 0.84-0.89 of the plain error for Q4_0 / Q4_K, 0.90-0.93 for IQ4_XS, 0.69-0.71 for Q2_K, 0.83-0.84
+    # for Q3_K (random tiny models have few outlier channels; real ones gain more).
     assert sum(e_cal.values()) < 0.95 * sum(e_plain.values()), (sum(e_cal.values()), sum(e_plain.values()))
     assert better >= 0.8 * len(e_plain), (better, len(e_plain))
 

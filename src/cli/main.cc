@@ -41,7 +41,7 @@ void usage() {
       "                          OpenAI-compatible HTTP server (completions, chat, streaming, /metrics)\n"
       "  bench serve --base-url URL [--num-prompts N] [--request-rate R] [--max-concurrency C] [--json]\n"
       "                          load generator against a running server (TTFT, TPOT, ITL, throughput)\n"
-      "  quantize -m DIR|IN.gguf -o OUT.gguf [--type Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K|IQ4_XS|BF16|F16|F32 ...]\n"
+      "  quantize -m DIR|IN.gguf -o OUT.gguf [--type Q8_0|Q4_K|Q3_K|Q2_K|IQ4_XS|BF16|...]\n"
       "                          a Hugging Face checkpoint (or a GGUF file, as llama-quantize) as a (quantized) GGUF\n"
       "                          file, as llama.cpp writes it\n"
       "  explain [-m DIR] -o FILE  explainer page drawn from real kernel runs\n"

@@ -12,8 +12,8 @@ namespace {
 
 constexpr QuantType kWritable[] = {QuantType::F32,  QuantType::F16,  QuantType::BF16, QuantType::Q8_0,
                                    QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                                   QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_NL,
-                                   QuantType::IQ4_XS};
+                                   QuantType::Q2_K, QuantType::Q3_K, QuantType::Q4_K, QuantType::Q5_K,
+                                   QuantType::Q6_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 bool fits(QuantType t, int64_t cols) { return quant_row_bytes(t, cols).has_value(); }
 
@@ -22,6 +22,7 @@ QuantType fit_to_row(QuantType t, int64_t cols) {
   if (fits(t, cols)) return t;
   QuantType smaller = QuantType::F16;
   switch (t) {
+    case QuantType::Q2_K: case QuantType::Q3_K: smaller = QuantType::Q4_0; break;
     case QuantType::Q4_K: smaller = QuantType::Q5_0; break;
     case QuantType::Q5_K: smaller = QuantType::Q5_1; break;
     case QuantType::Q6_K: smaller = QuantType::Q8_0; break;
@@ -80,6 +81,8 @@ uint32_t llama_file_type(QuantType t) {
     case QuantType::Q8_0: return 7;
     case QuantType::Q5_0: return 8;
     case QuantType::Q5_1: return 9;
+    case QuantType::Q2_K: return 10;  // MOSTLY_Q2_K
+    case QuantType::Q3_K: return 11;  // Q3_K_S: every matrix Q3_K
     case QuantType::Q4_K: return 14;  // Q4_K_S: every matrix Q4_K
     case QuantType::Q5_K: return 16;  // Q5_K_S
     case QuantType::Q6_K: return 18;

@@ -4,8 +4,8 @@
 //   - the output head (output.weight) and, here, the token embedding take Q8_0 when the type is Q8_0 and Q6_K for
 //     every lower-bit type (the float types keep themselves); an untied embedding follows the same rule because
 //     it is as sensitive as the head and costs no compute;
-//   - a matrix whose rows are not whole blocks of the requested type falls back as llama.cpp does (Q4_K -> Q5_0,
-//     Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL for rows of 32s; F16 when not even that);
+//   - a matrix whose rows are not whole blocks of the requested type falls back as llama.cpp does (Q2_K, Q3_K ->
+//     Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL for rows of 32s; F16 when not even that);
 //   - every other matrix takes the type itself: llama.cpp's Q4_K_S / Q5_K_S / IQ4_NL / IQ4_XS file types also
 //     raise a few (attn_v with 4+ query heads per KV head, the first eighth of ffn_down without an imatrix, an
 //     8-expert model's attn_output) to Q5_K, which this policy does not (--tensor-type does it by hand);

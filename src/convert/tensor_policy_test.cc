@@ -34,6 +34,14 @@ TEST(TensorPolicy, LlamaQuantizeDefaults) {
   p.type = Q::IQ4_NL;
   EXPECT_EQ(choose_tensor_type(p, "blk.0.attn_output.weight", {256, 128}, Q::F32), Q::IQ4_NL);
   EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 256}, Q::F32), Q::Q6_K);
+  for (Q low : {Q::Q2_K, Q::Q3_K}) {  // llama-quantize's fallback for both is Q4_0; head and embedding Q6_K
+    p.type = low;
+    EXPECT_EQ(choose_tensor_type(p, "blk.0.ffn_up.weight", {512, 256}, Q::BF16), low);
+    EXPECT_EQ(choose_tensor_type(p, "blk.0.attn_output.weight", {256, 128}, Q::F32), Q::Q4_0);
+    EXPECT_EQ(choose_tensor_type(p, "blk.0.attn_output.weight", {256, 100}, Q::F32), Q::F16);
+    EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 256}, Q::F32), Q::Q6_K);
+    EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 256}, Q::F32), Q::Q6_K);
+  }
   p.type = Q::Q8_0;
   EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 64}, Q::F32), Q::Q8_0);
   p.type = Q::BF16;  // float types keep themselves everywhere but 1-D tensors
@@ -64,12 +72,16 @@ TEST(TensorPolicy, TypeNamesAndFileTypes) {
   EXPECT_EQ(parse_quant_type("q4_k", "--type"), Q::Q4_K);
   EXPECT_EQ(parse_quant_type("BF16", "--type"), Q::BF16);
   try {
-    parse_quant_type("Q2_K", "--type");
+    parse_quant_type("IQ2_XXS", "--type");
     FAIL();
   } catch (const ArgumentError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "--type: unknown type 'Q2_K' (choose from F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
+              "--type: unknown type 'IQ2_XXS' (choose from F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, "
+              "Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
   }
+  EXPECT_EQ(parse_quant_type("q2_k", "--type"), Q::Q2_K);
+  EXPECT_EQ(llama_file_type(Q::Q2_K), 10u);  // LLAMA_FTYPE_MOSTLY_Q2_K
+  EXPECT_EQ(llama_file_type(Q::Q3_K), 11u);  // LLAMA_FTYPE_MOSTLY_Q3_K_S
   EXPECT_EQ(llama_file_type(Q::Q4_K), 14u);  // LLAMA_FTYPE_MOSTLY_Q4_K_S
   EXPECT_EQ(llama_file_type(Q::Q8_0), 7u);
   EXPECT_EQ(llama_file_type(Q::BF16), 32u);

@@ -2,7 +2,8 @@
 decode, Mamba's selective scan (at Mamba-130M and Falcon-Mamba-7B widths), RWKV-4, RWKV-7 (recurrent), the causal
 short convolution, the prefill projection GEMM with f32 products (OpenBLAS) and with bf16 products (matmul
 precision "medium"), the decode GEMV over GGUF block-quantized weights (Q4_0, Q4_K, Q5_K, IQ4_XS, Q8_0) next to
-bf16 weights, rated in weight bytes read, and the searching weight quantizers (Q4_K, IQ4_NL, IQ4_XS) side by side.
+bf16 weights, rated in weight bytes read, and the searching weight quantizers (Q2_K, Q3_K, Q4_K, IQ4_NL, IQ4_XS)
+side by side.
 
 Each is a bench.BenchCase, so it is timed, rated and printed like the softmax rows: compute-bound kernels report
 GFLOP/s of useful work against the FMA peak, memory-bound ones GB/s of bytes read against the bandwidth. A
@@ -249,15 +250,16 @@ def _qgemv_case(cfg, qtype, wide):
 
 
 # The weight quantizers that search their scales (what `attnzoo quantize` runs per tensor), side by side.
-QUANTIZE_TYPES = ("Q4_K", "IQ4_NL", "IQ4_XS")
+QUANTIZE_TYPES = ("Q2_K", "Q3_K", "Q4_K", "IQ4_NL", "IQ4_XS")
 
 
 def _quantize_case(cfg, qtype):
-    """f32 weights [3K, K] to GGUF blocks with llama.cpp's scale search (Q4_K: 22 candidate scale / minimum pairs
-    per sub-block of 32, then 6-bit sub-block scales; IQ4: 16 candidate scales per block of 32 over the non-linear
-    grid), rows over the thread pool. Rated by the f32 bytes read: the search is far from memory-bound (a model is
-    quantized once), so the fraction shows its cost over one pass through the weights and the rows compare the
-    formats' searches on the same matrix."""
+    """f32 weights [3K, K] to GGUF blocks with llama.cpp's scale search (Q2_K: 17 candidate scale / minimum pairs
+    per sub-block of 16, then 4-bit sub-block scales; Q3_K: levels refined one at a time per sub-block of 16, then
+    6-bit scales; Q4_K: 22 candidate pairs per sub-block of 32, then 6-bit scales; IQ4: 16 candidate scales per
+    block of 32 over the non-linear grid), rows over the thread pool. Rated by the f32 bytes read: the search is far
+    from memory-bound (a model is quantized once), so the fraction shows its cost over one pass through the weights
+    and the rows compare the formats' searches on the same matrix."""
     from .harness import BenchCase, Prepared
     from .gguf_blocks import type_id, weight_bytes
     from .. import _core

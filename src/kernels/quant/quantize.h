@@ -4,10 +4,12 @@
 //  - Round-to-nearest formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) and the plain ones (F32, F16, BF16) give the same
 //    bytes as gguf-py's numpy quantizers (gguf.quants.quantize): the same f32 operations in the same order,
 //    numpy's rounding of f16 scales (nearest even), subnormals kept (quantize_matrix runs its rows unflushed).
-//  - K-quants (Q4_K, Q5_K, Q6_K) search each sub-block's scale (and minimum) the way llama.cpp's reference
+//  - K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) search each sub-block's scale (and minimum) the way llama.cpp's reference
 //    quantizers do: candidate scales around the plain max / range one, each refitted by weighted least squares,
 //    the one with the smallest weighted error kept; then the sub-block scales are themselves quantized to 6 / 8
-//    bits and the values requantized against the stored scales.
+//    bits and the values requantized against the stored scales. Every search forms its products in llama.cpp's
+//    order, so Q2_K ... Q6_K, IQ4 and the importance-weighted 4/5-bit formats give llama-quantize's bytes exactly,
+//    with and without importance (python/tests/test_quantize_q2_q3_k.py runs llama-quantize where it is built).
 //  - IQ4_NL / IQ4_XS (quantize_iq4.cc) search each block's scale over the non-linear grid as llama.cpp's
 //    quantize_row_iq4_nl_impl does (candidates putting the largest |x| on the grid's ends, each refitted by
 //    weighted least squares); IQ4_XS then rounds the eight block scales to 6 bits of one f16 scale.
@@ -25,7 +27,7 @@
 
 namespace attnzoo {
 
-// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS.
+// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS.
 bool quantize_supported(QuantType t);
 
 // n values (a whole number of t's blocks, finite) to their blocks at dst (quant_row_bytes(t, n) bytes).
@@ -58,6 +60,8 @@ void quantize_q5_1(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_q4_k(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_q5_k(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_q6_k(const float* x, uint8_t* y, int64_t n, const float* w);
+void quantize_q2_k(const float* x, uint8_t* y, int64_t n, const float* w);
+void quantize_q3_k(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_iq4_nl(const float* x, uint8_t* y, int64_t n, const float* w);
 void quantize_iq4_xs(const float* x, uint8_t* y, int64_t n, const float* w);
 // The same IQ4 search in double with a plain nearest-value scan (quantize_iq4_reference.cc), for the tests.
@@ -70,15 +74,21 @@ void pack_iq4_xs_scales(const uint8_t* ls, uint8_t* block);
 // Symmetric: levels L[i] in [0, 2 nmax) standing for L - nmax, scale returned (x ~ scale * (L - nmax)).
 float search_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L);
 // With a minimum: levels in [0, nmax], x ~ scale * L - *neg_min; rmin / rdelta / nstep: the candidate grid
-// (nmax + rmin + rdelta * k for k = 0..nstep) over the range.
+// (nmax + rmin + rdelta * k for k = 0..nstep) over the range; candidates compared by the weighted squared error,
+// or by the weighted absolute error (absolute_error: Q2_K's plain search, make_qkx2_quants' use_mad).
 float search_with_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min, float rmin,
-                      float rdelta, int nstep);
+                      float rdelta, int nstep, bool absolute_error = false);
 // Non-negative values (sub-block scales) to levels in [0, nmax] with a weighted refit; the scale returned.
 float search_positive(int n, int nmax, const float* x, const float* w, uint8_t* L);
+// Symmetric levels as search_symmetric (L - nmax in [-nmax, nmax)), weights x^2, refined one level at a time
+// instead of over a grid of scales (make_q3_quants: Q3_K's plain search); the least-squares scale returned.
+float search_symmetric_refined(int n, int nmax, const float* x, int8_t* L);
 // Round half to even, as llama.cpp's nearest_int: adding 1.5 * 2^23 leaves the rounded integer in the low
-// mantissa bits (exact for |v| < 2^22). Larger magnitudes (only from a near-zero scale; every caller clamps the
-// level) saturate at +-2^30, and a NaN gives 0, instead of an undefined conversion.
+// mantissa bits (exact for |v| < 2^22). Larger finite magnitudes (only from a near-zero scale; every caller clamps
+// the level) saturate at +-2^30 instead of an undefined conversion. A NaN gives 0 and an infinity of either sign
+// -2^22, as the trick does in llama.cpp (an inverse scale that overflowed f32, on f32-subnormal blocks).
 inline int nearest_int(float v) {
+  if (std::isinf(v)) return -(1 << 22);
   if (!(std::fabs(v) <= 4194303.f)) return v > 0 ? (1 << 30) : v < 0 ? -(1 << 30) : 0;
   const float shifted = v + 12582912.f;
   int32_t bits;

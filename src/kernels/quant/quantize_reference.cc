@@ -155,8 +155,8 @@ void quantize_q5_1(const float* x, uint8_t* y, int64_t n, const float* w) { affi
 bool quantize_supported(QuantType t) {
   switch (t) {
     case QuantType::F32: case QuantType::F16: case QuantType::BF16: case QuantType::Q8_0: case QuantType::Q4_0:
-    case QuantType::Q4_1: case QuantType::Q5_0: case QuantType::Q5_1: case QuantType::Q4_K: case QuantType::Q5_K:
-    case QuantType::Q6_K: case QuantType::IQ4_NL: case QuantType::IQ4_XS:
+    case QuantType::Q4_1: case QuantType::Q5_0: case QuantType::Q5_1: case QuantType::Q2_K: case QuantType::Q3_K:
+    case QuantType::Q4_K: case QuantType::Q5_K: case QuantType::Q6_K: case QuantType::IQ4_NL: case QuantType::IQ4_XS:
       return true;
     default:
       return false;
@@ -190,6 +190,8 @@ void quantize_row(QuantType t, const float* x, void* dst, int64_t n, const float
     case QuantType::Q4_1: quantize_q4_1(x, y, n, wp); return;
     case QuantType::Q5_0: quantize_q5_0(x, y, n, wp); return;
     case QuantType::Q5_1: quantize_q5_1(x, y, n, wp); return;
+    case QuantType::Q2_K: quantize_q2_k(x, y, n, importance); return;
+    case QuantType::Q3_K: quantize_q3_k(x, y, n, importance); return;
     case QuantType::Q4_K: quantize_q4_k(x, y, n, importance); return;
     case QuantType::Q5_K: quantize_q5_k(x, y, n, importance); return;
     case QuantType::Q6_K: quantize_q6_k(x, y, n, importance); return;

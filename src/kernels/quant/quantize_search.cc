@@ -1,7 +1,9 @@
 // The scale searches of llama.cpp's K-quant and importance-weighted quantizers (the math of ggml-quants.c's
-// make_qx_quants, make_qkx2_quants / make_qkx3_quants and make_qp_quants, written here from their description):
-// try a small grid of scales around the plain one, refit each candidate's scale (and minimum) by weighted least
-// squares on the levels it rounds to, keep the candidate with the smallest weighted error.
+// make_qx_quants, make_q3_quants, make_qkx2_quants / make_qkx3_quants and make_qp_quants, written here from their
+// description): try a small grid of scales around the plain one, refit each candidate's scale (and minimum) by
+// weighted least squares on the levels it rounds to, keep the candidate with the smallest weighted error; or move
+// one level at a time while the fit improves. Every product is formed in llama.cpp's order (w * l * l is
+// (w * l) * l, an error term w * (diff * diff)), so Q2_K / Q3_K give llama-quantize's bytes exactly.
 #include <algorithm>
 #include <cmath>
 
@@ -28,7 +30,7 @@ float search_symmetric(int n, int nmax, const float* x, const float* w, int8_t* 
     for (int i = 0; i < n; ++i) {
       const int l = level(iscale, i);
       *sumlx += weight(i) * x[i] * float(l);
-      *suml2 += weight(i) * float(l * l);
+      *suml2 += weight(i) * float(l) * float(l);
     }
   };
   float iscale = float(-nmax) / max;
@@ -51,7 +53,7 @@ float search_symmetric(int n, int nmax, const float* x, const float* w, int8_t* 
 }
 
 float search_with_min(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min, float rmin,
-                      float rdelta, int nstep) {
+                      float rdelta, int nstep, bool absolute_error) {
   float min = x[0], max = x[0], sum_w = w[0], sum_x = w[0] * x[0];
   for (int i = 1; i < n; ++i) {
     min = std::min(min, x[i]);
@@ -69,7 +71,7 @@ float search_with_min(int n, int nmax, const float* x, const float* w, uint8_t* 
     float err = 0;
     for (int i = 0; i < n; ++i) {
       const float diff = scale * float(levels[i]) + mn - x[i];
-      err += w[i] * diff * diff;
+      err += w[i] * (absolute_error ? std::fabs(diff) : diff * diff);
     }
     return err;
   };
@@ -85,7 +87,7 @@ float search_with_min(int n, int nmax, const float* x, const float* w, uint8_t* 
       const int l = std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax);
       aux[i] = uint8_t(l);
       sum_l += w[i] * float(l);
-      sum_l2 += w[i] * float(l * l);
+      sum_l2 += w[i] * float(l) * float(l);
       sum_xl += w[i] * float(l) * x[i];
     }
     // Weighted least squares for x ~ scale * l + min over the candidate's levels.
@@ -109,6 +111,40 @@ float search_with_min(int n, int nmax, const float* x, const float* w, uint8_t* 
   *neg_min = -min;
   return scale;
 }
+
+namespace {
+
+// Coordinate descent on signed or unsigned levels (make_qp_quants / make_q3_quants): take one value's level out
+// of the fit, put back the level the rest's scale sum(w x l) / sum(w l^2) rounds it to, keep the move while the
+// explained energy sumlx^2 / suml2 grows; at most five passes. `rest_first`: skip a value whose removal leaves no
+// energy (make_qp_quants checks that before the move, make_q3_quants after it).
+template <class Level, class Weight>
+void refine_levels(int n, int lo, int hi, const float* x, Weight weight, Level* L, float* sumlx, float* suml2,
+                   bool rest_first) {
+  for (int itry = 0; itry < 5; ++itry) {
+    int changed = 0;
+    for (int i = 0; i < n; ++i) {
+      const float w = weight(i);
+      float slx = *sumlx - w * x[i] * float(L[i]);
+      if (!(slx > 0)) continue;
+      float sl2 = *suml2 - w * float(L[i]) * float(L[i]);
+      if (rest_first && !(sl2 > 0)) continue;
+      const int new_l = std::clamp(nearest_int(x[i] * sl2 / slx), lo, hi);
+      if (new_l == int(L[i])) continue;
+      slx += w * x[i] * float(new_l);
+      sl2 += w * float(new_l) * float(new_l);
+      if (sl2 > 0 && slx * slx * *suml2 > *sumlx * *sumlx * sl2) {
+        L[i] = Level(new_l);
+        *sumlx = slx;
+        *suml2 = sl2;
+        ++changed;
+      }
+    }
+    if (!changed) break;
+  }
+}
+
+}  // namespace
 
 float search_positive(int n, int nmax, const float* x, const float* w, uint8_t* L) {
   float max = 0;
@@ -139,30 +175,31 @@ float search_positive(int n, int nmax, const float* x, const float* w, uint8_t* 
     const int l = std::min(nmax, nearest_int(iscale * x[i]));
     L[i] = uint8_t(l);
     sumlx += w[i] * x[i] * float(l);
-    suml2 += w[i] * float(l * l);
+    suml2 += w[i] * float(l) * float(l);
   }
-  // Coordinate descent: move one level at a time while the fit's explained energy sumlx^2 / suml2 grows.
-  for (int itry = 0; itry < 5; ++itry) {
-    int changed = 0;
-    for (int i = 0; i < n; ++i) {
-      float slx = sumlx - w[i] * x[i] * float(L[i]);
-      float sl2 = suml2 - w[i] * float(L[i] * L[i]);
-      if (slx > 0 && sl2 > 0) {
-        const int new_l = std::min(nmax, nearest_int(x[i] * sl2 / slx));
-        if (new_l != L[i]) {
-          slx += w[i] * x[i] * float(new_l);
-          sl2 += w[i] * float(new_l * new_l);
-          if (slx * slx * suml2 > sumlx * sumlx * sl2) {
-            L[i] = uint8_t(new_l);
-            sumlx = slx;
-            suml2 = sl2;
-            ++changed;
-          }
-        }
-      }
-    }
-    if (!changed) break;
+  refine_levels(n, -(1 << 30), nmax, x, [&](int i) { return w[i]; }, L, &sumlx, &suml2, true);
+  return suml2 > 0 ? sumlx / suml2 : 0.0f;
+}
+
+float search_symmetric_refined(int n, int nmax, const float* x, int8_t* L) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; ++i)
+    if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), max = x[i];
+  if (amax < kGroupMaxEps) {
+    std::fill(L, L + n, int8_t(0));
+    return 0.0f;
   }
+  const float iscale = float(-nmax) / max;
+  auto weight = [&](int i) { return x[i] * x[i]; };  // large values matter most
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = int8_t(l);
+    sumlx += weight(i) * x[i] * float(l);
+    suml2 += weight(i) * float(l) * float(l);
+  }
+  refine_levels(n, -nmax, nmax - 1, x, weight, L, &sumlx, &suml2, false);
+  for (int i = 0; i < n; ++i) L[i] = int8_t(L[i] + nmax);
   return suml2 > 0 ? sumlx / suml2 : 0.0f;
 }
 

@@ -60,8 +60,9 @@ struct Case {
   int levels;
 };
 constexpr Case kCases[] = {{QuantType::Q8_0, 255}, {QuantType::Q4_0, 15}, {QuantType::Q4_1, 15},
-                           {QuantType::Q5_0, 31},  {QuantType::Q5_1, 31}, {QuantType::Q4_K, 15},
-                           {QuantType::Q5_K, 31},  {QuantType::Q6_K, 63}};
+                           {QuantType::Q5_0, 31},  {QuantType::Q5_1, 31}, {QuantType::Q2_K, 3},
+                           {QuantType::Q3_K, 7},   {QuantType::Q4_K, 15}, {QuantType::Q5_K, 31},
+                           {QuantType::Q6_K, 63}};
 
 TEST(Quantize, RoundTripStaysWithinOneStepOfItsBlock) {
   std::mt19937 rng(9);
@@ -111,7 +112,8 @@ TEST(Quantize, RefusalsNameTheTensor) {
   EXPECT_NE(message([&] { quantize_matrix(QuantType::Q4_K, x.data(), 1, 64, nullptr, "w"); })
                 .find("w: rows of 64 values are not a whole number of Q4_K blocks of 256"),
             std::string::npos);
-  EXPECT_NE(message([&] { quantize_matrix(QuantType::Q2_K, x.data(), 1, 64, nullptr, "w"); }).find("cannot quantize to Q2_K"),
+  EXPECT_NE(message([&] { quantize_matrix(QuantType::IQ2_XXS, x.data(), 1, 64, nullptr, "w"); })
+                .find("cannot quantize to IQ2_XXS"),
             std::string::npos);
   std::vector<float> imp(32, 1.f);
   imp[3] = -1;
