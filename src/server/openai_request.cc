@@ -259,6 +259,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
                         "tool_choice");
     p.response_format = ResponseFormat::json_schema;
     p.json_schema = tools.schema;
+    p.json_sequence = tools.sequence;
   }
   r.request.prompt = chat_endpoint ? chat_prompt(body, chat, tools) : completion_prompt(body, tokenizer);
   if (r.request.prompt.empty()) throw bad_request("prompt: encodes to no tokens", "prompt");

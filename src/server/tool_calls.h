@@ -63,6 +63,10 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text);
 // answer is the one call object (the prompt ends with the format's opening, ToolRequest::forced_prefix).
 ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format = ToolFormat::hermes);
 
+// A forced answer (the text after ToolRequest::forced_prefix) read by `format`'s parser behind that opening: its
+// calls, or content where it is not calls.
+ParsedAnswer forced_calls(std::string_view text, ToolFormat format);
+
 // "call_" + 24 hex digits; for mistral 9 letters and digits.
 std::string new_tool_call_id(ToolFormat format = ToolFormat::hermes);
 

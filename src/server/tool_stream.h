@@ -1,0 +1,68 @@
+#pragma once
+// Tool calls streamed as vLLM streams them: per choice, a call's first delta as soon as its name is whole
+// ({"index", "id", "type": "function", "function": {"name", "arguments": <what is written so far>}}), then
+// {"index", "function": {"arguments": <new text>}} as its arguments grow. The arguments go out as the model writes
+// them (the value's own bytes, read by tool_call_scan.h), so call i's fragments concatenate to the `arguments`
+// the whole answer reports for call i. Held back: a tail that may be the start of a marker (</tool_call>,
+// [TOOL_CALLS]) and a string-valued "arguments" until it closes (its contents, not its text, are the arguments).
+//
+// The content before the calls streams as it comes (ToolCallStream::push); the answer is read whole when the
+// choice ends (finish): whatever that reading has beyond what was sent goes out then (content after the calls,
+// the rest of every call). Where that reading turns calls already sent into content (a later block malformed, an
+// answer cut inside a call), a stream cannot take them back: they stay sent, and the content follows.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/tool_calls.h"
+
+namespace attnzoo::server {
+
+struct ToolCallDelta {
+  size_t index = 0;
+  bool first = false;  // carries id, type and name
+  std::string id, name, arguments;
+};
+
+struct ToolStreamStep {
+  std::string content;
+  std::vector<ToolCallDelta> calls;
+};
+
+class ToolCallStream {
+ public:
+  // mode automatic or forced (a forced answer is read behind the format's opening: forced_calls).
+  ToolCallStream(ToolFormat format, ToolMode mode, bool parallel);
+
+  ToolStreamStep push(std::string_view text);
+  // The choice's end: the answer read whole (read_answer), its remainder sent.
+  ToolStreamStep finish();
+  bool called() const { return !sent_.empty(); }
+
+ private:
+  struct Partial {
+    std::string name;       // empty until whole
+    std::string arguments;  // the text that may be sent
+  };
+  // The calls read so far in answer_'s definite text (a tail that may begin a marker left out).
+  std::vector<Partial> partial_calls() const;
+  std::vector<Partial> hermes_calls(std::string_view text) const;
+  std::vector<Partial> llama3_calls(std::string_view text) const;
+  std::vector<Partial> mistral_calls(std::string_view text) const;
+  std::string_view definite() const;
+  void send(const std::vector<Partial>& calls, ToolStreamStep& out);
+
+  ToolFormat format_;
+  ToolMode mode_;
+  bool parallel_;
+  std::string opening_;  // forced: the opening the prompt ended with, in front of answer_
+  std::string answer_;   // the opening and the text so far
+  size_t content_sent_ = 0;
+  struct Sent {
+    std::string id, arguments;
+  };
+  std::vector<Sent> sent_;
+};
+
+}  // namespace attnzoo::server
