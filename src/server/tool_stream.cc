@@ -66,9 +66,9 @@ static bool read_partial(std::string_view object, ToolFormat format, std::string
   return true;
 }
 
-std::vector<ToolCallStream::Partial> ToolCallStream::hermes_calls(std::string_view text) const {
-  std::vector<Partial> out;
-  for (size_t at = text.find(kToolCallOpen); at != std::string_view::npos;) {
+ToolCallStream::Read ToolCallStream::hermes_calls(std::string_view text, size_t from) const {
+  Read out;
+  for (size_t at = text.find(kToolCallOpen, from); at != std::string_view::npos;) {
     const size_t body = at + kToolCallOpen.size();
     const size_t close = text.find(kToolCallClose, body);
     const std::string_view block =
@@ -78,33 +78,37 @@ std::vector<ToolCallStream::Partial> ToolCallStream::hermes_calls(std::string_vi
     Partial p;
     bool closed = false;
     if (!read_partial(block.substr(start), format_, p.name, p.arguments, closed)) return out;
-    out.push_back(std::move(p));
+    out.calls.push_back(std::move(p));
     if (close == std::string_view::npos) return out;
-    at = text.find(kToolCallOpen, close + kToolCallClose.size());
+    out.settled = out.calls.size();
+    out.resume = close + kToolCallClose.size();
+    at = text.find(kToolCallOpen, out.resume);
   }
   return out;
 }
 
-std::vector<ToolCallStream::Partial> ToolCallStream::llama3_calls(std::string_view text) const {
-  std::vector<Partial> out;
-  size_t i = skip_space(text, 0);
-  if (text.substr(i).starts_with(kPythonTag)) i = skip_space(text, i + kPythonTag.size());
+ToolCallStream::Read ToolCallStream::llama3_calls(std::string_view text, size_t from) const {
+  Read out;
+  size_t i = skip_space(text, from);
+  if (from == 0 && text.substr(i).starts_with(kPythonTag)) i = skip_space(text, i + kPythonTag.size());
   while (i < text.size() && text[i] == '{') {
     Partial p;
     bool closed = false;
     const std::string_view object = text.substr(i);
     if (!read_partial(object, format_, p.name, p.arguments, closed)) return out;
-    out.push_back(std::move(p));
+    out.calls.push_back(std::move(p));
     if (!closed) return out;
     i = skip_space(text, i + scan_call_object(object, format_).end);
-    if (i < text.size() && text[i] != ';') return out;  // not calls after all: the whole answer is content
+    if (i >= text.size() || text[i] != ';') return out;  // the end, or not calls after all (then content)
+    out.settled = out.calls.size();
+    out.resume = i + 1;
     i = skip_space(text, i + 1);
   }
   return out;
 }
 
-std::vector<ToolCallStream::Partial> ToolCallStream::mistral_calls(std::string_view text) const {
-  std::vector<Partial> out;
+ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t from) const {
+  Read out;
   const size_t first = text.find(kMistralCalls);
   if (first == std::string_view::npos) return out;
   // As parse_mistral_tool_calls reads it: the segments after each [TOOL_CALLS], and their concatenation.
@@ -121,21 +125,24 @@ std::vector<ToolCallStream::Partial> ToolCallStream::mistral_calls(std::string_v
   if (start == rest.size()) return out;
   const std::string_view r = rest;
   if (r[start] == '{' || r[start] == '[') {
-    // One object, or an array of them.
-    size_t i = r[start] == '[' ? skip_space(r, start + 1) : start;
+    // One object, or an array of them (`from`: an offset into `rest`, after a settled element's ',').
+    size_t i = from > 0 ? skip_space(r, from) : r[start] == '[' ? skip_space(r, start + 1) : start;
     while (i < r.size() && r[i] == '{') {
       Partial p;
       bool closed = false;
       const std::string_view object = r.substr(i);
       if (!read_partial(object, format_, p.name, p.arguments, closed)) return out;
-      out.push_back(std::move(p));
+      out.calls.push_back(std::move(p));
       if (!closed || r[start] != '[') return out;
       i = skip_space(r, i + scan_call_object(object, format_).end);
       if (i >= r.size() || r[i] != ',') return out;
+      out.settled = out.calls.size();
+      out.resume = i + 1;
       i = skip_space(r, i + 1);
     }
     return out;
   }
+  if (from > 0) return out;  // (only the JSON forms resume)
   // name[ARGS]{...} after each [TOOL_CALLS] (name[CALL_ID]id[ARGS]... where the template writes ids).
   static constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
   for (size_t s = 0; s < segments.size(); ++s) {
@@ -158,21 +165,25 @@ std::vector<ToolCallStream::Partial> ToolCallStream::mistral_calls(std::string_v
       scan.args_end = end == std::string_view::npos ? value.size() : end;
       if (!call_arguments(value, scan, p.arguments)) p.arguments.clear();
     }
-    out.push_back(std::move(p));
+    out.calls.push_back(std::move(p));
   }
   return out;
 }
 
-std::vector<ToolCallStream::Partial> ToolCallStream::partial_calls() const {
+std::vector<ToolCallStream::Partial> ToolCallStream::partial_calls(size_t& base) {
   const std::string_view text = definite();
-  if (format_ == ToolFormat::hermes) return hermes_calls(text);
-  if (format_ == ToolFormat::mistral) return mistral_calls(text);
-  return llama3_calls(text);
+  Read r = format_ == ToolFormat::hermes    ? hermes_calls(text, resume_)
+           : format_ == ToolFormat::mistral ? mistral_calls(text, resume_)
+                                            : llama3_calls(text, resume_);
+  base = settled_;
+  settled_ += r.settled;
+  if (r.settled > 0) resume_ = r.resume;
+  return std::move(r.calls);
 }
 
-void ToolCallStream::send(const std::vector<Partial>& calls, ToolStreamStep& out) {
-  for (size_t i = 0; i < calls.size() && (parallel_ || i == 0); ++i) {
-    const Partial& c = calls[i];
+void ToolCallStream::send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out) {
+  for (size_t i = base; i < base + calls.size() && (parallel_ || i == 0); ++i) {
+    const Partial& c = calls[i - base];
     if (c.name.empty()) return;  // calls are announced in order, each once its name is whole
     if (i == sent_.size()) {
       sent_.push_back({new_tool_call_id(format_), c.arguments});
@@ -203,7 +214,8 @@ ToolStreamStep ToolCallStream::push(std::string_view text) {
     } else {
       // The content before the first marker streams as it comes (a tail that may begin it held back).
       const std::string_view d = definite();
-      const size_t marker = d.find(tool_call_marker(format_));
+      // (No marker begins in the content sent: the search starts where it stopped.)
+      const size_t marker = d.find(tool_call_marker(format_), content_sent_);
       const size_t content = marker == std::string_view::npos ? d.size() : marker;
       if (content > content_sent_) {
         out.content = std::string(d.substr(content_sent_, content - content_sent_));
@@ -212,7 +224,9 @@ ToolStreamStep ToolCallStream::push(std::string_view text) {
       if (marker == std::string_view::npos) return out;
     }
   }
-  send(partial_calls(), out);
+  size_t base = 0;
+  const std::vector<Partial> calls = partial_calls(base);
+  send(calls, base, out);
   return out;
 }
 
@@ -224,7 +238,7 @@ ToolStreamStep ToolCallStream::finish() {
   content_sent_ = std::max(content_sent_, a.content.size());
   std::vector<Partial> calls;
   for (const ToolCall& c : a.calls) calls.push_back({c.name, c.arguments});
-  send(calls, out);
+  send(calls, 0, out);
   return out;
 }
 

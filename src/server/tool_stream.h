@@ -45,13 +45,21 @@ class ToolCallStream {
     std::string name;       // empty until whole
     std::string arguments;  // the text that may be sent
   };
-  // The calls read so far in answer_'s definite text (a tail that may begin a marker left out).
-  std::vector<Partial> partial_calls() const;
-  std::vector<Partial> hermes_calls(std::string_view text) const;
-  std::vector<Partial> llama3_calls(std::string_view text) const;
-  std::vector<Partial> mistral_calls(std::string_view text) const;
+  // Calls read from `text` on, `from` past the ones already settled: `settled` of them are whole and followed by
+  // what begins the next (a closing tag, ';', ','), so no later text changes them; the next read resumes at
+  // `resume`. Each push then reads only the calls still open, not the whole answer again.
+  struct Read {
+    std::vector<Partial> calls;
+    size_t settled = 0, resume = 0;
+  };
+  // The calls read so far in answer_'s definite text (a tail that may begin a marker left out), from call `base` on
+  // (the settled ones before it were sent whole when they settled).
+  std::vector<Partial> partial_calls(size_t& base);
+  Read hermes_calls(std::string_view text, size_t from) const;
+  Read llama3_calls(std::string_view text, size_t from) const;
+  Read mistral_calls(std::string_view text, size_t from) const;
   std::string_view definite() const;
-  void send(const std::vector<Partial>& calls, ToolStreamStep& out);
+  void send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out);
 
   ToolFormat format_;
   ToolMode mode_;
@@ -63,6 +71,8 @@ class ToolCallStream {
     std::string id, arguments;
   };
   std::vector<Sent> sent_;
+  size_t settled_ = 0;  // calls no later text can change (all sent by the push that settled them)
+  size_t resume_ = 0;   // where reading continues after them
 };
 
 }  // namespace attnzoo::server
