@@ -267,7 +267,8 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
 }
 
 ParsedAnswer forced_calls(std::string_view text, ToolFormat format) {
-  if (format == ToolFormat::hermes) return parse_hermes_tool_calls(std::string(kToolCallOpen) + "\n" + std::string(text));
+  if (format == ToolFormat::hermes)
+    return parse_hermes_tool_calls(std::string(kToolCallOpen) + "\n" + std::string(text));
   if (format == ToolFormat::mistral) {
     // The array is closed by "]" when the model wrote it, else left open after the last call.
     const std::string opened = std::string(kMistralCalls) + "[" + std::string(text);
