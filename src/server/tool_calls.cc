@@ -275,7 +275,12 @@ ParsedAnswer forced_calls(std::string_view text, ToolFormat format) {
     ParsedAnswer a = parse_mistral_tool_calls(opened);
     return a.calls.empty() ? parse_mistral_tool_calls(opened + "]") : a;
   }
-  return parse_llama3_tool_calls(text);
+  if (format == ToolFormat::llama3_json) return parse_llama3_tool_calls(text);
+  ParsedAnswer a;  // other formats: the one call object
+  ToolCall call;
+  if (parse_tool_call_json(text, call, format)) a.calls.push_back(std::move(call));
+  else a.content = std::string(text);
+  return a;
 }
 
 ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format) {

@@ -43,8 +43,8 @@ std::string_view ToolCallStream::definite() const {
   size_t hold = 0;
   if (format_ == ToolFormat::hermes)
     hold = std::max(partial_tail(a, kToolCallOpen), partial_tail(a, kToolCallClose));
-  else if (format_ == ToolFormat::mistral)
-    hold = partial_tail(a, kMistralCalls);
+  else if (format_ != ToolFormat::llama3_json && !tool_call_marker(format_).empty())  // (Llama's tag only leads)
+    hold = partial_tail(a, tool_call_marker(format_));
   return a.substr(0, a.size() - hold);
 }
 
@@ -172,9 +172,11 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
 
 std::vector<ToolCallStream::Partial> ToolCallStream::partial_calls(size_t& base) {
   const std::string_view text = definite();
-  Read r = format_ == ToolFormat::hermes    ? hermes_calls(text, resume_)
-           : format_ == ToolFormat::mistral ? mistral_calls(text, resume_)
-                                            : llama3_calls(text, resume_);
+  // A format without a reader here sends its calls whole when the choice ends (finish).
+  Read r = format_ == ToolFormat::hermes        ? hermes_calls(text, resume_)
+           : format_ == ToolFormat::mistral     ? mistral_calls(text, resume_)
+           : format_ == ToolFormat::llama3_json ? llama3_calls(text, resume_)
+                                                : Read{};
   base = settled_;
   settled_ += r.settled;
   if (r.settled > 0) resume_ = r.resume;
