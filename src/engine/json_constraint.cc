@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "engine/json_sequence.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo {
@@ -133,6 +134,7 @@ int64_t TokenTrie::allowed(const Recognizer& state, std::vector<uint8_t>& out) c
 
 template int64_t TokenTrie::allowed(const JsonRecognizer&, std::vector<uint8_t>&) const;
 template int64_t TokenTrie::allowed(const JsonSchemaRecognizer&, std::vector<uint8_t>&) const;
+template int64_t TokenTrie::allowed(const JsonSequenceRecognizer&, std::vector<uint8_t>&) const;
 
 std::vector<std::string> token_bytes_in_context(const tok::Tokenizer& tokenizer, int64_t vocab) {
   // One ordinary token before each id, as the StreamDecoder keeps one id of context: decoders that treat the

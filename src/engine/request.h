@@ -18,6 +18,7 @@ namespace attnzoo {
 using EngineClock = std::chrono::steady_clock;
 
 struct JsonSchema;
+struct JsonSequence;
 
 // What the generated text must be. json_object: JSON mode (OpenAI's response_format), each sample's text is kept a
 // prefix of one JSON object (engine/json_constraint.h) and the sample ends, "stop", as that object closes.
@@ -44,6 +45,9 @@ struct RequestParams {
   bool skip_special_tokens = true;
   ResponseFormat response_format = ResponseFormat::text;
   std::shared_ptr<const JsonSchema> json_schema;  // compiled (compile_json_schema); set iff json_schema
+  // With json_schema: several documents in a row with text between them (engine/json_sequence.h; a "required"
+  // tool_choice's calls); null: one document.
+  std::shared_ptr<const JsonSequence> json_sequence;
 
   // ArgumentError naming the field: max_tokens < 1, n < 1, top_logprobs < 0 or without logprobs, empty stop
   // strings, logit_bias ids < 0 or biases outside [-100, 100], and whatever SamplingParams::validate rejects.

@@ -23,7 +23,7 @@ std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r,
     s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, r.request.params.skip_special_tokens);
   s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);
   if (r.request.params.response_format == ResponseFormat::json_object) s->json.emplace();
-  if (r.request.params.response_format == ResponseFormat::json_schema) s->schema.emplace(*r.request.params.json_schema);
+  if (r.request.params.response_format == ResponseFormat::json_schema) s->schema.emplace(*r.request.params.json_schema, r.request.params.json_sequence.get());
   return s;
 }
 

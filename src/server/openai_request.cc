@@ -279,6 +279,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
                         "tool_choice");
     p.response_format = ResponseFormat::json_schema;
     p.json_schema = tools.schema;
+    p.json_sequence = tools.sequence;
   }
   r.request.prompt =
       chat_endpoint ? chat_prompt(body, chat, tools, r.harmony, prefix) : completion_prompt(body, tokenizer);

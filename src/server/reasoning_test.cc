@@ -193,7 +193,8 @@ Streamed stream_answer(const ResponseContext& ctx, const std::vector<std::string
       out.reasoning += r->as_string();
     }
     if (const json::Value* c = delta.find("content")) out.content += c->as_string();
-    if (const json::Value* t = delta.find("tool_calls")) out.calls += t->as_array().size();
+    if (const json::Value* t = delta.find("tool_calls"))  // a call's first delta carries its id
+      for (const json::Value& c : t->as_array()) out.calls += c.find("id") != nullptr;
   }
   return out;
 }

@@ -100,12 +100,11 @@ void finish(Writer& w, const std::optional<FinishReason>& r, bool called = false
   else w.null();
 }
 
-// message.tool_calls / delta.tool_calls (the delta's carry their index).
-void write_tool_calls(Writer& w, const std::vector<ToolCall>& calls, bool delta) {
+// message.tool_calls.
+void write_tool_calls(Writer& w, const std::vector<ToolCall>& calls) {
   w.key("tool_calls").begin_array();
   for (size_t i = 0; i < calls.size(); ++i) {
     w.begin_object();
-    if (delta) w.member("index", int64_t(i));
     w.member("id", calls[i].id).member("type", "function");
     w.key("function").begin_object().member("name", calls[i].name).member("arguments", calls[i].arguments);
     w.end_object().end_object();
@@ -113,23 +112,17 @@ void write_tool_calls(Writer& w, const std::vector<ToolCall>& calls, bool delta)
   w.end_array();
 }
 
-// The marker a streamed answer is held from (tool_chunk_text): hermes' and mistral's, read anywhere in the answer.
-std::vector<std::string> held_markers(const ResponseContext& ctx) {
-  if (ctx.tool_mode != ToolMode::automatic || ctx.tool_format == ToolFormat::llama3_json ||
-      ctx.tool_format == ToolFormat::pythonic)
-    return {};
-  const std::string_view marker = tool_call_marker(ctx.tool_format);
-  if (marker.empty()) return {};
-  return {std::string(marker)};
-}
-
-// A Llama 3.x answer that may still turn out to be calls: so far only whitespace, or it begins with '{' or with
-// (a part of) <|python_tag|>.
-bool may_be_llama3_calls(std::string_view answer) {
-  const size_t at = answer.find_first_not_of(" \t\r\n");
-  if (at == std::string_view::npos) return true;
-  const std::string_view t = answer.substr(at);
-  return t.starts_with("{") || t.starts_with(kPythonTag) || kPythonTag.starts_with(t);
+// delta.tool_calls as vLLM streams them: a call's first delta names it, the next ones add to its arguments.
+void write_call_deltas(Writer& w, const std::vector<ToolCallDelta>& calls) {
+  w.key("tool_calls").begin_array();
+  for (const ToolCallDelta& c : calls) {
+    w.begin_object().member("index", int64_t(c.index));
+    if (c.first) w.member("id", c.id).member("type", "function");
+    w.key("function").begin_object();
+    if (c.first) w.member("name", c.name);
+    w.member("arguments", c.arguments).end_object().end_object();
+  }
+  w.end_array();
 }
 
 }  // namespace
@@ -182,7 +175,7 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
         if (r.has_reasoning) w.value(r.reasoning);
         else w.null();
       }
-      if (!a.calls.empty()) write_tool_calls(w, a.calls, false);
+      if (!a.calls.empty()) write_tool_calls(w, a.calls);
       w.end_object().key("logprobs");
       if (logprobs) chat_logprobs(w, ctx, c.logprobs, c.top_logprobs);
       else w.null();
@@ -203,44 +196,15 @@ StreamWriter::StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs,
       include_usage_(include_usage),
       started_(size_t(n)),
       text_offset_(size_t(n)),
-      sent_(size_t(n)),
-      answer_(size_t(n)),
-      marker_(size_t(n), StopStringMatcher(held_markers(ctx))),
       reasoning_(size_t(n), ReasoningStream(ctx.reasoning)) {
-  if (!ctx.harmony) return;
-  harmony_.assign(size_t(n), HarmonyReader(ctx.tool_mode != ToolMode::text));
-  // The prefix is a header only (it ends with <|message|>): it sends nothing.
-  for (HarmonyReader& h : harmony_) h.feed(ctx.harmony_prefix);
-}
-
-std::string StreamWriter::tool_chunk_text(size_t i, const std::string& text, bool finished,
-                                          std::vector<ToolCall>& calls) {
-  answer_.at(i) += text;
-  std::string out;
-  if (finished) {
-    ParsedAnswer a =
-        read_answer(answer_[i], ctx_.tool_mode, ctx_.parallel_tool_calls, ctx_.tool_format, ctx_.tool_forced_name);
-    // What was sent is the start of the content: the text before the first call is sent as it comes.
-    if (a.content.size() > sent_[i]) out = a.content.substr(sent_[i]);
-    calls = std::move(a.calls);
-    return out;
+  if (ctx.harmony) {
+    harmony_.assign(size_t(n), HarmonyReader(ctx.tool_mode != ToolMode::text));
+    // The prefix is a header only (it ends with <|message|>): it sends nothing.
+    for (HarmonyReader& h : harmony_) h.feed(ctx.harmony_prefix);
+  } else if (ctx.tool_mode != ToolMode::text) {
+    tools_.assign(size_t(n),
+                  ToolCallStream(ctx.tool_format, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_forced_name));
   }
-  if (ctx_.tool_mode == ToolMode::forced) return out;
-  if (ctx_.tool_format == ToolFormat::llama3_json || ctx_.tool_format == ToolFormat::pythonic) {
-    // Calls only at the answer's start (vLLM's llama3_json, pythonic): held while it may begin them, then all of it
-    // streams.
-    if (sent_[i] == 0 && (ctx_.tool_format == ToolFormat::pythonic ? may_be_pythonic_calls(answer_[i])
-                                                                     : may_be_llama3_calls(answer_[i])))
-      return out;
-    out = answer_[i].substr(sent_[i]);
-    sent_[i] = answer_[i].size();
-    return out;
-  }
-  // The content before the marker streams as it comes (a tail that may begin it held back), the rest waits for the
-  // parser: the stop-string matcher's hold-back, which only ever searches the new text and its held tail.
-  out = marker_[i].push(text).text;
-  sent_[i] += out.size();
-  return out;
 }
 
 std::string StreamWriter::chunk(const SampleDelta& d) {
@@ -255,18 +219,17 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
     if (logprobs_) completion_logprobs(w, ctx_, d.logprobs, d.top_logprobs, text_offset_.at(i));
     else w.null();
   } else {
-    std::vector<ToolCall> calls;
     ReasoningStream::Piece piece{"", d.text};
+    std::vector<ToolCall> harmony_calls;
     if (ctx_.harmony) {
-      // Calls go out whole in the finishing chunk, as with the other formats.
       HarmonyReader& h = harmony_.at(i);
       HarmonyReader::Piece p = h.feed(d.text);
       if (d.finish_reason) {
         HarmonyReader::Piece rest = h.finish(*d.finish_reason == FinishReason::stop);
         p.reasoning += rest.reasoning;
         p.content += rest.content;
-        calls = h.calls();
-        if (!ctx_.parallel_tool_calls && calls.size() > 1) calls.resize(1);
+        harmony_calls = h.calls();
+        if (!ctx_.parallel_tool_calls && harmony_calls.size() > 1) harmony_calls.resize(1);
       }
       piece = {std::move(p.reasoning), std::move(p.content)};
     } else if (ctx_.reasoning != ReasoningParser::none) {
@@ -277,18 +240,28 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
         piece.content += rest.content;
       }
     }
-    const std::string text = ctx_.tool_mode == ToolMode::text || ctx_.harmony
-                                 ? piece.content
-                                 : tool_chunk_text(i, piece.content, d.finish_reason.has_value(), calls);
+    ToolStreamStep step{piece.content, {}};
+    if (!tools_.empty()) {
+      step = tools_.at(i).push(piece.content);
+      if (d.finish_reason) {
+        ToolStreamStep rest = tools_[i].finish();
+        step.content += rest.content;
+        step.calls.insert(step.calls.end(), rest.calls.begin(), rest.calls.end());
+      }
+    }
+    for (size_t c = 0; c < harmony_calls.size(); ++c)  // harmony's calls go out whole in the finishing chunk
+      step.calls.push_back({c, true, harmony_calls[c].id, harmony_calls[c].name, harmony_calls[c].arguments});
+    const std::string& text = step.content;
     w.key("delta").begin_object();
     if (!started_.at(i)) w.member("role", "assistant");
     if (!piece.reasoning.empty() && ctx_.include_reasoning) w.member("reasoning_content", piece.reasoning);
     if (!text.empty() || !started_.at(i)) w.member("content", text);
-    if (!calls.empty()) write_tool_calls(w, calls, true);
+    if (!step.calls.empty()) write_call_deltas(w, step.calls);
     w.end_object().key("logprobs");
     if (logprobs_) chat_logprobs(w, ctx_, d.logprobs, d.top_logprobs);
     else w.null();
-    called = !calls.empty();
+    // "tool_calls" once a call went out, as vLLM finishes a stream that sent one.
+    called = harmony_.empty() ? !tools_.empty() && tools_[i].called() : !harmony_[i].calls().empty();
   }
   started_.at(i) = true;
   finish(w, d.finish_reason, called);

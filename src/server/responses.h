@@ -10,6 +10,7 @@
 #include "engine/stop.h"
 #include "server/harmony.h"
 #include "server/openai_request.h"
+#include "server/tool_stream.h"
 
 namespace attnzoo::tok {
 class Tokenizer;
@@ -66,19 +67,11 @@ class StreamWriter {
   static const char* done() { return "data: [DONE]\n\n"; }
 
  private:
-  // With tools, a choice's text is held from the first byte that may begin <tool_call> / [TOOL_CALLS] (a Llama 3.x
-  // answer while it may begin with a call; all of it for a forced call) and read as calls when the choice
-  // finishes: the calls go out whole, in the finishing chunk.
-  // `text`: the delta's content (its reasoning taken out); `finished`: the choice's last delta.
-  std::string tool_chunk_text(size_t i, const std::string& text, bool finished, std::vector<ToolCall>& calls);
-
   ResponseContext ctx_;
   bool logprobs_, include_usage_;
   std::vector<bool> started_;
   std::vector<int64_t> text_offset_;
-  std::vector<size_t> sent_;          // per choice: bytes of content sent
-  std::vector<std::string> answer_;   // per choice: all its content (read when it finishes)
-  std::vector<StopStringMatcher> marker_;  // per choice: holds the content back from the tool-call marker on
+  std::vector<ToolCallStream> tools_;  // per choice, with tools: its content and calls as they come (tool_stream.h)
   std::vector<ReasoningStream> reasoning_;  // per choice: splits reasoning from content as the text comes
   std::vector<HarmonyReader> harmony_;      // per choice (gpt-oss): channels and calls as the text comes
 };

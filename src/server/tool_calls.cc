@@ -10,11 +10,17 @@
 #include "loader/json_writer.h"
 #include "server/tool_format_pythonic.h"
 #include "server/tool_format_sections.h"
+#include "server/tool_call_scan.h"
 
 namespace attnzoo::server {
 namespace {
 
 bool all_space(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+
+size_t trim_at(std::string_view s, size_t i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
+  return i;
+}
 
 std::string_view trim_left(std::string_view s) {
   const size_t at = s.find_first_not_of(" \t\r\n");
@@ -41,30 +47,22 @@ size_t object_end(std::string_view s) {
   return std::string_view::npos;
 }
 
-bool call_from_value(const json::Value& v, ToolCall& call, ToolFormat format) {
+// The call object whose JSON text is `text` (leading whitespace allowed): a non-empty string "name" and arguments
+// as call_arguments reads them, the arguments' text kept as written (what a stream sends).
+bool call_from_text(std::string_view text, ToolCall& call, ToolFormat format) {
+  json::Value v;
+  try {
+    v = json::parse(text);
+  } catch (const std::exception&) {
+    return false;
+  }
   if (!v.is_object()) return false;
   const json::Value* name = v.find("name");
   if (!name || !name->is_string() || name->as_string().empty()) return false;
-  const json::Value* args = v.find("arguments");
-  // Llama 3.x's template asks for "parameters"; vLLM's llama3_json reads either.
-  if (!args && format == ToolFormat::llama3_json) args = v.find("parameters");
-  std::string arguments = "{}";
-  if (args && args->is_string()) {
-    // Some models write the arguments as a JSON string holding the object; OpenAI's field is that string.
-    try {
-      if (!json::parse(args->as_string()).is_object()) return false;
-    } catch (const std::exception&) {
-      return false;
-    }
-    arguments = args->as_string();
-  } else if (args && !args->is_null()) {
-    if (!args->is_object()) return false;
-    json::Writer w;
-    w.value(*args);
-    arguments = w.take();
-  }
+  const std::string_view object = trim_left(text);
+  const CallScan scan = scan_call_object(object, format);
+  if (!scan.closed || !call_arguments(object, scan, call.arguments)) return false;
   call.name = name->as_string();
-  call.arguments = std::move(arguments);
   call.id = new_tool_call_id(format);
   return true;
 }
@@ -166,16 +164,12 @@ std::string new_tool_call_id(ToolFormat format) {
 }
 
 bool parse_tool_call_json(std::string_view text, ToolCall& call, ToolFormat format) {
-  json::Value v;
-  try {
-    v = json::parse(text);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return call_from_value(v, call, format);
+  return call_from_text(text, call, format);
 }
 
 ParsedAnswer parse_hermes_tool_calls(std::string_view text) {
+  // vLLM's hermes: every block must be a call, or the whole answer is content (its json.loads of each block sits
+  // in one try). Text between and after blocks is kept (vLLM drops it) unless it is only whitespace.
   ParsedAnswer out;
   size_t at = text.find(kToolCallOpen);
   out.content = std::string(text.substr(0, at));
@@ -184,11 +178,9 @@ ParsedAnswer parse_hermes_tool_calls(std::string_view text) {
     const size_t close = text.find(kToolCallClose, body);
     const size_t end = close == std::string_view::npos ? text.size() : close + kToolCallClose.size();
     ToolCall call;
-    if (parse_tool_call_json(text.substr(body, (close == std::string_view::npos ? text.size() : close) - body), call))
-      out.calls.push_back(std::move(call));
-    else
-      out.content += text.substr(at, end - at);
-    // Text between and after blocks (usually a newline) is kept unless it is only whitespace.
+    if (!parse_tool_call_json(text.substr(body, (close == std::string_view::npos ? text.size() : close) - body), call))
+      return ParsedAnswer{std::string(text), {}};
+    out.calls.push_back(std::move(call));
     const size_t next = text.find(kToolCallOpen, end);
     const std::string_view between =
         text.substr(end, next == std::string_view::npos ? std::string_view::npos : next - end);
@@ -233,17 +225,16 @@ bool mistral_args_calls(const std::vector<std::string_view>& segments, std::vect
     std::string_view name = seg.substr(0, args);
     if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
     if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return false;
-    json::Value v;
-    try {
-      v = json::parse(seg.substr(args + kArgs.size()));
-    } catch (const std::exception&) {
-      return false;
-    }
-    json::Object o;
-    o.emplace_back("arguments", v);
-    o.emplace_back("name", json::Value::make_string(std::string(name)));
+    // The arguments' text as written (trimmed), read as a call's "arguments" value.
+    std::string_view raw = trim_left(seg.substr(args + kArgs.size()));
+    raw = raw.substr(0, raw.find_last_not_of(" \t\r\n") + 1);
+    CallScan scan;
+    scan.args_begin = 0;
+    scan.args_end = raw.size();
     ToolCall call;
-    if (!call_from_value(json::Value::make_object(std::move(o)), call, ToolFormat::mistral)) return false;
+    if (raw.empty() || !call_arguments(raw, scan, call.arguments)) return false;
+    call.name = std::string(name);
+    call.id = new_tool_call_id(ToolFormat::mistral);
     calls.push_back(std::move(call));
   }
   return true;
@@ -280,22 +271,45 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   } catch (const std::exception&) {
     return out;
   }
-  const auto add = [&](const json::Value& c) {
+  // Each element read from its own text, so its arguments are as written.
+  const auto add = [&](std::string_view element) {
     ToolCall call;
-    if (!call_from_value(c, call, ToolFormat::mistral)) return false;
+    if (!call_from_text(element, call, ToolFormat::mistral)) return false;
     calls.push_back(std::move(call));
     return true;
   };
+  const std::string_view body = trim_left(rest);
   if (v.is_array()) {
     if (v.as_array().empty()) return out;
-    for (const json::Value& c : v.as_array())
-      if (!add(c)) return out;
-  } else if (!add(v)) {
+    for (size_t i = trim_at(body, 1); body[i] != ']';) {
+      const size_t end = json_value_end(body, i);
+      if (!add(body.substr(i, end - i))) return out;
+      i = trim_at(body, end);
+      if (body[i] == ',') i = trim_at(body, i + 1);
+    }
+  } else if (!add(body)) {
     return out;
   }
   out.content = std::string(text.substr(0, at));
   out.calls = std::move(calls);
   return out;
+}
+
+ParsedAnswer forced_calls(std::string_view text, ToolFormat format) {
+  if (format == ToolFormat::hermes)
+    return parse_hermes_tool_calls(std::string(kToolCallOpen) + "\n" + std::string(text));
+  if (format == ToolFormat::mistral) {
+    // The array is closed by "]" when the model wrote it, else left open after the last call.
+    const std::string opened = std::string(kMistralCalls) + "[" + std::string(text);
+    ParsedAnswer a = parse_mistral_tool_calls(opened);
+    return a.calls.empty() ? parse_mistral_tool_calls(opened + "]") : a;
+  }
+  if (format == ToolFormat::llama3_json) return parse_llama3_tool_calls(text);
+  ParsedAnswer a;  // other formats: the one call object
+  ToolCall call;
+  if (parse_tool_call_json(text, call, format)) a.calls.push_back(std::move(call));
+  else a.content = std::string(text);
+  return a;
 }
 
 ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format,
@@ -306,11 +320,18 @@ ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, To
     return out;
   }
   if (mode == ToolMode::forced) {
-    ToolCall call;
-    if (names_call_outside_json(format) ? forced_section_call(format, forced_name, text, call)
-                                        : parse_tool_call_json(text, call, format))
-      out.calls.push_back(std::move(call));
-    else out.content = std::string(text);  // cut short ("length"): what there is, as text
+    if (names_call_outside_json(format)) {  // DeepSeek, Kimi: the name was in the opening, the text its arguments
+      ToolCall call;
+      if (forced_section_call(format, forced_name, text, call)) out.calls.push_back(std::move(call));
+      else out.content = std::string(text);  // cut short ("length"): what there is, as text
+      return out;
+    }
+    // The prompt opened the call (ToolRequest::forced_prefix): the answer is read behind that opening by the
+    // format's parser, one call or ("required") several in the format's syntax, and all of them whole; otherwise it
+    // was cut short ("length") and what there is comes back as text.
+    out = forced_calls(text, format);
+    if (out.calls.empty() || !out.content.empty()) return ParsedAnswer{std::string(text), {}};
+    if (!parallel && out.calls.size() > 1) out.calls.resize(1);
     return out;
   }
   switch (format) {

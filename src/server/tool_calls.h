@@ -6,8 +6,8 @@
 // is read with vLLM's `hermes` parser semantics: the
 // text before the first <tool_call> is the content, each block whose JSON is an object with a string "name" (and
 // an object "arguments") is a call, a final block the model never closed counts too (it may stop at its end of
-// turn). Where vLLM gives up on the whole answer when one block is malformed, a block that is not a call here
-// stays in the content (so nothing the model wrote is lost) and the other blocks are still calls.
+// turn). As vLLM's, one block that is not a call makes the whole answer content. A call's arguments are the text
+// the model wrote (tool_call_scan.h), which is what a stream sends (tool_stream.h).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +42,9 @@ ToolFormat detect_tool_format(std::string_view template_source);
 std::string_view tool_call_marker(ToolFormat f);
 
 // How a chat answer is read. text: as it is (no tools, or tool_choice "none"); automatic: tool_choice "auto",
-// parsed with the format's parser; forced: a named / "required" tool_choice, where the answer is the JSON object of
-// one call (the prompt already ends with the format's opening, <tool_call>\n say, and the schema mask holds the rest).
+// parsed with the format's parser; forced: a named / "required" tool_choice, where the answer is one call's JSON
+// object ("required": or several, in the format's syntax) behind the format's opening the prompt already ends with
+// (<tool_call>\n say); the schema mask holds the rest.
 enum class ToolMode { text, automatic, forced };
 
 struct ToolCall {
@@ -66,10 +67,14 @@ ParsedAnswer parse_llama3_tool_calls(std::string_view text);
 ParsedAnswer parse_mistral_tool_calls(std::string_view text);
 
 // The answer read as `mode` says; `parallel` false keeps only the first call (parallel_tool_calls: false). A forced
-// answer is the one call object (the prompt ends with the format's opening, ToolRequest::forced_prefix), or for the
-// formats that write the name outside the JSON (names_call_outside_json) the arguments of `forced_name`.
+// answer is read by forced_calls: all its calls whole, or it is content (cut by max_tokens); for the formats that
+// write the name outside the JSON (names_call_outside_json) it is the arguments of `forced_name`.
 ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format = ToolFormat::hermes,
                          std::string_view forced_name = {});
+
+// A forced answer (the text after ToolRequest::forced_prefix) read by `format`'s parser behind that opening: its
+// calls, or content where it is not calls.
+ParsedAnswer forced_calls(std::string_view text, ToolFormat format);
 
 // "call_" + 24 hex digits; for mistral 9 letters and digits.
 std::string new_tool_call_id(ToolFormat format = ToolFormat::hermes);

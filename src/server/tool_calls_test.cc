@@ -39,11 +39,17 @@ TEST(HermesToolCalls, ContentAndTwoCalls) {
   EXPECT_EQ(a.calls[0].id.rfind("call_", 0), 0u);
 }
 
-TEST(HermesToolCalls, BrokenJsonStaysContent) {
+TEST(HermesToolCalls, OneBrokenBlockMakesTheAnswerContent) {
+  // vLLM's hermes reads every block in one try: one that is not a call, and the whole answer is content.
   const std::string bad = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>";
   const std::string good = "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
   ParsedAnswer a = parse_hermes_tool_calls("Hi " + bad + "\n" + good);
-  EXPECT_EQ(a.content, "Hi " + bad);
+  EXPECT_EQ(a.content, "Hi " + bad + "\n" + good);
+  EXPECT_TRUE(a.calls.empty());
+  a = parse_hermes_tool_calls("Hi " + good + "\n" + bad);
+  EXPECT_EQ(a.content, "Hi " + good + "\n" + bad);
+  EXPECT_TRUE(a.calls.empty());
+  a = parse_hermes_tool_calls("Hi " + good);
   ASSERT_EQ(a.calls.size(), 1u);
   EXPECT_EQ(a.calls[0].name, "f");
   EXPECT_EQ(a.calls[0].arguments, "{}");
@@ -201,7 +207,7 @@ TEST(ToolMessages, ErrorsNameTheField) {
             std::string::npos);
 }
 
-// Streaming: text before the tag goes out as it comes, a partial tag is held, the calls come whole at the end.
+// Streaming: text before the tag goes out as it comes, a partial tag is held, a call goes out as it is written.
 TEST(ToolStream, ContentThenCalls) {
   ResponseContext ctx{Endpoint::chat_completions, "chatcmpl-1", 0, "m", nullptr, ToolMode::automatic, true};
   StreamWriter w(ctx, 1, false, false);
@@ -215,26 +221,36 @@ TEST(ToolStream, ContentThenCalls) {
   SampleDelta last;
   last.finish_reason = FinishReason::stop;
   all += w.chunk(last);
-  std::string content, tool_calls, reason;
+  std::string content, tool_calls, arguments, reason;
   for (size_t at = all.find("data: "); at != std::string::npos; at = all.find("data: ", at + 1)) {
     const json::Value c = json::parse(all.substr(at + 6, all.find("\n\n", at) - at - 6));
     const json::Value& choice = c.find("choices")->as_array()[0];
     const json::Value& delta = *choice.find("delta");
     if (const json::Value* t = delta.find("content")) content += t->as_string();
     if (const json::Value* t = delta.find("tool_calls")) {
-      EXPECT_TRUE(tool_calls.empty());
-      tool_calls = (*t).as_array()[0].find("function")->find("name")->as_string();
-      EXPECT_EQ((*t).as_array()[0].find("index")->as_int(), 0);
+      // vLLM's shapes: the first delta has id, type and name; later ones only arguments.
+      const json::Value& c = (*t).as_array()[0];
+      EXPECT_EQ(c.find("index")->as_int(), 0);
+      if (const json::Value* name = c.find("function")->find("name")) {
+        EXPECT_TRUE(tool_calls.empty());
+        EXPECT_EQ(c.find("type")->as_string(), "function");
+        tool_calls = name->as_string();
+      } else {
+        EXPECT_EQ(c.find("id"), nullptr);
+      }
+      arguments += c.find("function")->find("arguments")->as_string();
     }
     if (!choice.find("finish_reason")->is_null()) reason = choice.find("finish_reason")->as_string();
   }
   EXPECT_EQ(content, "Sure. ");
   EXPECT_EQ(tool_calls, "f");
+  EXPECT_EQ(arguments, "{\"a\": 1}");
   EXPECT_EQ(reason, "tool_calls");
 }
 
 // Without a call every byte comes out as content, a held tail that only looked like the tag included; a forced call
-// sends nothing until it finishes, and a forced call cut by max_tokens comes back as content with "length".
+// streams as an "auto" one does; one cut by max_tokens has been announced (its name was whole) and its text comes
+// back as content with "length", as the whole answer reports it.
 TEST(ToolStream, PlainTextAndForcedCalls) {
   const auto stream = [](ToolMode mode, std::vector<std::string> pieces, FinishReason end) {
     ResponseContext ctx{Endpoint::chat_completions, "chatcmpl-1", 0, "m", nullptr, mode, true};
@@ -251,7 +267,8 @@ TEST(ToolStream, PlainTextAndForcedCalls) {
       const json::Value& choice = c.find("choices")->as_array()[0];
       const json::Value* t = choice.find("delta")->find("content");
       contents.push_back(t ? t->as_string() : "");
-      calls += choice.find("delta")->find("tool_calls") != nullptr;
+      if (const json::Value* t = choice.find("delta")->find("tool_calls"))
+        for (const json::Value& c : t->as_array()) calls += c.find("id") != nullptr;
       if (!choice.find("finish_reason")->is_null()) reason = choice.find("finish_reason")->as_string();
     }
     return std::make_tuple(contents, calls, reason);
@@ -267,7 +284,7 @@ TEST(ToolStream, PlainTextAndForcedCalls) {
   EXPECT_EQ(reason, "tool_calls");
   std::tie(contents, calls, reason) = stream(ToolMode::forced, {"{\"name\": \"f\", ", "\"argu"}, FinishReason::length);
   EXPECT_EQ(contents, (std::vector<std::string>{"", "{\"name\": \"f\", \"argu"}));
-  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(calls, 1);
   EXPECT_EQ(reason, "length");
 }
 
@@ -283,7 +300,7 @@ TEST(ToolAnswer, FullResponse) {
   const json::Value& a = r.find("choices")->as_array()[0];
   EXPECT_TRUE(a.find("message")->find("content")->is_null());
   EXPECT_EQ(a.find("message")->find("tool_calls")->as_array()[0].find("function")->find("arguments")->as_string(),
-            "{\"x\":1}");
+            "{\"x\": 1}");  // as the model wrote it
   EXPECT_EQ(a.find("finish_reason")->as_string(), "tool_calls");
   const json::Value& b = r.find("choices")->as_array()[1];
   EXPECT_EQ(b.find("message")->find("content")->as_string(), "hello");

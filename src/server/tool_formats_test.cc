@@ -233,8 +233,8 @@ Streamed stream(ToolFormat format, const std::vector<std::string>& pieces) {
     const json::Value* t = choice.find("delta")->find("content");
     out.contents.push_back(t ? t->as_string() : "");
     if (const json::Value* calls = choice.find("delta")->find("tool_calls"))
-      for (const json::Value& call : calls->as_array())
-        out.names.push_back(call.find("function")->find("name")->as_string());
+      for (const json::Value& call : calls->as_array())  // a call's first delta names it
+        if (const json::Value* name = call.find("function")->find("name")) out.names.push_back(name->as_string());
     if (!choice.find("finish_reason")->is_null()) out.reason = choice.find("finish_reason")->as_string();
   }
   return out;
@@ -279,7 +279,7 @@ TEST(ToolFormat, FullResponseMistral) {
   EXPECT_TRUE(a.find("message")->find("content")->is_null());
   const json::Value& call = a.find("message")->find("tool_calls")->as_array()[0];
   EXPECT_EQ(call.find("id")->as_string().size(), 9u);
-  EXPECT_EQ(call.find("function")->find("arguments")->as_string(), "{\"x\":1}");
+  EXPECT_EQ(call.find("function")->find("arguments")->as_string(), "{\"x\": 1}");  // as the model wrote it
   EXPECT_EQ(a.find("finish_reason")->as_string(), "tool_calls");
 }
 

@@ -156,6 +156,21 @@ chat::Value tool_calls_value(const Value& calls, size_t m, bool arguments_as_tex
 
 }  // namespace
 
+JsonSequence required_call_sequence(ToolFormat format) {
+  JsonSequence s;
+  if (format == ToolFormat::hermes) {
+    // As Qwen's and Hermes' templates write several calls: each block closed, the next on its own line.
+    s.separator = "\n" + std::string(kToolCallClose) + "\n" + std::string(kToolCallOpen) + "\n";
+    s.end = "\n" + std::string(kToolCallClose);
+  } else if (format == ToolFormat::mistral) {
+    s.separator = ", ";  // the array's next element (Mistral's templates write ", ")
+    s.end = "]";
+  } else {
+    s.separator = "; ";  // vLLM's llama3_json reads calls separated by ';'
+  }
+  return s;
+}
+
 void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std::string& model_dir) {
   const std::string flag = std::string("--tool-call-parser ") + tool_format_name(format) + ": ";
   if (!chat) throw ArgumentError(flag + model_dir + " has no chat template to render tools with");
@@ -318,6 +333,8 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
     }
   }
   r.mode = ToolMode::forced;
+  // vLLM's "required" is an array of calls with minItems 1; parallel_tool_calls false keeps it to one.
+  if (required && r.parallel) r.sequence = std::make_shared<const JsonSequence>(required_call_sequence(format));
   // The prompt ends as if the model had opened its call: Hermes' tag, Mistral's [TOOL_CALLS] and the array's '['
   // (a special token on Mistral's tokenizers, so written into the prompt rather than sampled under a mask; the
   // one-element array is never closed: the sample ends with its object). Llama 3.x's call is the bare object.

@@ -7,6 +7,7 @@
 
 #include "chat/value.h"
 #include "engine/json_schema.h"
+#include "engine/json_sequence.h"
 #include "loader/json.h"
 #include "server/tool_calls.h"
 
@@ -28,12 +29,19 @@ struct ToolRequest {
   // The forced function where the format names it outside the JSON (DeepSeek, Kimi): the prompt's opening names it
   // and the schema holds only its arguments.
   std::string forced_name;
+  // "required" with parallel_tool_calls: one or more calls, each a document of `schema`, in the format's own
+  // syntax between them (required_call_sequence); null: one call.
+  std::shared_ptr<const JsonSequence> sequence;
 };
 
 // `format`: the call format the model writes (none: tools are refused naming `tools`); `template_source` decides
 // the spelling of a forced Mistral opening ("[TOOL_CALLS] [" in v0.3's template, "[TOOL_CALLS][" in Nemo's).
 ToolRequest parse_tool_fields(const json::Value& body, bool chat_endpoint, ToolFormat format,
                               std::string_view template_source = {});
+
+// What goes between the calls of a "required" answer, and after the last, in `format`'s syntax after its forced
+// opening: Hermes "\n</tool_call>\n<tool_call>\n" (end "\n</tool_call>"), Mistral ", " (end "]"), Llama 3.x "; ".
+JsonSequence required_call_sequence(ToolFormat format);
 
 // serve --tool-call-parser: ArgumentError naming the flag and `model_dir` when there is no chat template or it does
 // not render a tools list (a probe tool's name must appear in a rendered prompt).

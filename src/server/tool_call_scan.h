@@ -1,0 +1,37 @@
+#pragma once
+// A call object's JSON text read as far as it goes: {"name": "f", "arguments": {...}} cut anywhere. Streaming
+// sends a call's name once its string is whole and then its arguments' text as the model writes it (the bytes of
+// the "arguments" value, never rewritten), so the streamed fragments of a call concatenate to exactly the
+// `arguments` the whole answer reports; both come from this one scanner.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "server/tool_calls.h"
+
+namespace attnzoo::server {
+
+struct CallScan {
+  static constexpr size_t npos = std::string_view::npos;
+  bool broken = false;  // the text cannot be the start of a JSON object
+  bool closed = false;  // the object's '}' read
+  size_t end = 0;       // one past that '}'
+  bool has_name = false;
+  std::string name;     // the "name" string, unescaped, once whole
+  // The arguments value ("arguments"; for llama3_json "parameters" too, whichever comes first): where it begins
+  // (its first byte), and one past its end once whole (npos before). `args_begin` npos: not begun or absent.
+  size_t args_begin = npos, args_end = npos;
+};
+
+// `text` begins at the object's '{'.
+CallScan scan_call_object(std::string_view text, ToolFormat format);
+
+// One past the JSON value that begins at text[at] (an object, array, string or scalar); npos while it may still go
+// on (a scalar runs to the next ',', '}', ']' or whitespace).
+size_t json_value_end(std::string_view text, size_t at);
+
+// A whole call's `arguments` as OpenAI reports it from the scanned value: an object's text as written, a string's
+// contents (a string holding an object), "{}" when absent or null; false when it is anything else.
+bool call_arguments(std::string_view text, const CallScan& scan, std::string& arguments);
+
+}  // namespace attnzoo::server

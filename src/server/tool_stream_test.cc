@@ -1,0 +1,268 @@
+// Streamed tool calls (server/tool_stream.h) against the whole answer (read_answer): fixed answers of every format
+// fed in every two-piece split, every three-piece split of the shorter ones and random chunkings; the content
+// deltas concatenate to the whole answer's content, each call is announced once, in order, with the whole answer's
+// name, and its argument fragments concatenate to the whole answer's arguments byte for byte.
+#include "server/tool_stream.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/json_sequence.h"
+#include "loader/json.h"
+#include "server/tool_request.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace attnzoo::server {
+namespace {
+
+struct Streamed {
+  std::string content;
+  std::vector<std::string> names, arguments, ids;
+  std::string problem;  // the first broken rule of the delta shapes, if any
+  size_t arguments_before_finish = 0;  // argument bytes sent before the choice ended
+};
+
+Streamed run(ToolFormat format, ToolMode mode, bool parallel, const std::vector<std::string>& pieces) {
+  ToolCallStream s(format, mode, parallel);
+  Streamed out;
+  const auto take = [&](const ToolStreamStep& step) {
+    out.content += step.content;
+    for (const ToolCallDelta& d : step.calls) {
+      if (d.first) {
+        if (d.index != out.names.size()) out.problem = "call " + std::to_string(d.index) + " announced out of order";
+        if (d.name.empty() || d.id.empty()) out.problem = "a first delta without name or id";
+        out.names.push_back(d.name);
+        out.ids.push_back(d.id);
+        out.arguments.push_back(d.arguments);
+      } else {
+        if (d.index >= out.names.size()) out.problem = "arguments before the call's first delta";
+        else if (d.arguments.empty()) out.problem = "an empty arguments delta";
+        else out.arguments[d.index] += d.arguments;
+      }
+    }
+  };
+  for (const std::string& p : pieces) take(s.push(p));
+  for (const std::string& a : out.arguments) out.arguments_before_finish += a.size();
+  take(s.finish());
+  if (s.called() != !out.names.empty()) out.problem = "called() disagrees with the deltas";
+  return out;
+}
+
+// The text the forced stream reads (forced answers) or the answer itself.
+ParsedAnswer whole(ToolFormat format, ToolMode mode, bool parallel, const std::string& text) {
+  return read_answer(text, mode, parallel, format);
+}
+
+void expect_same(const ParsedAnswer& w, const Streamed& s, const std::string& what, bool retracted = false) {
+  EXPECT_EQ(s.problem, "") << what;
+  EXPECT_EQ(s.content, w.content) << what;
+  if (retracted) return;
+  ASSERT_EQ(s.names.size(), w.calls.size()) << what;
+  for (size_t i = 0; i < w.calls.size(); ++i) {
+    EXPECT_EQ(s.names[i], w.calls[i].name) << what;
+    EXPECT_EQ(s.arguments[i], w.calls[i].arguments) << what;
+  }
+}
+
+struct Case {
+  ToolFormat format;
+  ToolMode mode;
+  std::string text;
+  size_t calls;  // how many the whole answer has (so a case cannot silently stop being one)
+  bool parallel = true;
+  // The whole answer is content, but a call was announced before the text that rules it out (a stream cannot take
+  // it back): only the content is compared.
+  bool retracted = false;
+};
+
+std::vector<Case> cases() {
+  const ToolFormat H = ToolFormat::hermes, L = ToolFormat::llama3_json, M = ToolFormat::mistral;
+  const ToolMode A = ToolMode::automatic, F = ToolMode::forced;
+  return {
+      {H, A,
+       "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris \\\"</tool\\\" {x}\", "
+       "\"days\": 2}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}\n"
+       "</tool_call>",
+       2},
+      {H, A, "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>", 1},
+      {H, A, "<tool_call>{\"name\": \"f\"}</tool_call>", 1},
+      {H, A, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1, {\"b\": null}]}}\n", 1},
+      {H, A, "<tool_call>{\"arguments\": {\"x\": \"y\"}, \"name\": \"g\"}</tool_call>", 1},
+      {H, A, "Voil\xc3\xa0 <tool_call>{\"name\": \"f\", \"arguments\": {\"q\": \"na\xc3\xafve \xe2\x98\x83\"}}</tool_call>", 1},
+      {H, A, "A<tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call> B <tool_call>{\"name\":\"g\",\"arguments\":{}}</tool_call>",
+       2},
+      {H, A, "<tool_call>{\"name\":\"f\",\"arguments\":{\"a\":1}}</tool_call><tool_call>{\"name\":\"g\",\"arguments\":{}}</tool_call>",
+       1, false},
+      {H, A, "no calls here, only a < and a <tool", 0},
+      {L, A, "{\"name\": \"f\", \"parameters\": {\"a\": \"};{\"}}; {\"name\": \"g\", \"arguments\": {}}", 2},
+      {L, A, "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"x\": 1.5e3}}", 1},
+      {L, A, " plain text {\"name\": \"f\"}", 0},
+      {L, A, "{\"name\": \"f\", \"parameters\": {}} and text", 0, true, true},
+      {M, A,
+       "Let me look.[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, "
+       "{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}]",
+       2},
+      {M, A, "[TOOL_CALLS] {\"name\": \"f\", \"arguments\": {\"a\": \"[x]\"}}", 1},
+      {M, A, "[TOOL_CALLS]f[ARGS]{\"a\": 1}[TOOL_CALLS]g[CALL_ID]abc123def[ARGS] {\"b\": [2]}", 2},
+      {M, A, "Just text with a [TOOL", 0},
+      {H, F, "{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>",
+       2},
+      {H, F, "{\"name\": \"f\", \"arguments\": {\"a\": 1}}", 1},
+      {M, F, "{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"name\": \"g\", \"arguments\": {}}]", 2},
+      {M, F, "{\"name\": \"f\", \"arguments\": {}}", 1},
+      {L, F, "{\"name\": \"f\", \"parameters\": {\"a\": 1}}; {\"name\": \"g\", \"parameters\": {}}", 2},
+  };
+}
+
+std::string label(const Case& c) {
+  return std::string(tool_format_name(c.format)) + (c.mode == ToolMode::forced ? " forced: " : " auto: ") + c.text;
+}
+
+TEST(ToolStreamSplits, EveryTwoPieceSplit) {
+  for (const Case& c : cases()) {
+    const ParsedAnswer w = whole(c.format, c.mode, c.parallel, c.text);
+    ASSERT_EQ(w.calls.size(), c.calls) << label(c);
+    for (size_t at = 0; at <= c.text.size(); ++at)
+      expect_same(w, run(c.format, c.mode, c.parallel, {c.text.substr(0, at), c.text.substr(at)}),
+                  label(c) + " split at " + std::to_string(at), c.retracted);
+  }
+}
+
+TEST(ToolStreamSplits, EveryThreePieceSplitOfShortAnswers) {
+  for (const Case& c : cases()) {
+    if (c.text.size() > 90) continue;
+    const ParsedAnswer w = whole(c.format, c.mode, c.parallel, c.text);
+    for (size_t a = 0; a <= c.text.size(); ++a)
+      for (size_t b = a; b <= c.text.size(); ++b)
+        expect_same(w,
+                    run(c.format, c.mode, c.parallel, {c.text.substr(0, a), c.text.substr(a, b - a), c.text.substr(b)}),
+                    label(c) + " split at " + std::to_string(a) + ", " + std::to_string(b), c.retracted);
+  }
+}
+
+TEST(ToolStreamSplits, RandomChunkingsAndByteByByte) {
+  std::mt19937 rng(7);
+  for (const Case& c : cases()) {
+    const ParsedAnswer w = whole(c.format, c.mode, c.parallel, c.text);
+    for (int round = 0; round < 200; ++round) {
+      std::vector<std::string> pieces;
+      for (size_t at = 0; at < c.text.size();) {
+        const size_t n = std::min(c.text.size() - at, size_t(rng() % 7));  // empty pieces too
+        pieces.push_back(c.text.substr(at, n));
+        at += n;
+      }
+      expect_same(w, run(c.format, c.mode, c.parallel, pieces), label(c) + " round " + std::to_string(round), c.retracted);
+    }
+  }
+}
+
+// Streaming is incremental: fed a byte at a time, every call's arguments have gone out before the choice ends
+// (these answers all close their calls), an object's as it is written: halfway through the first call's arguments,
+// half of them are out.
+TEST(ToolStreamSplits, ArgumentsGoOutAsTheyAreWritten) {
+  for (const Case& c : cases()) {
+    if (c.calls == 0) continue;
+    std::vector<std::string> bytes;
+    for (char ch : c.text) bytes.push_back(std::string(1, ch));
+    const Streamed s = run(c.format, c.mode, c.parallel, bytes);
+    const ParsedAnswer w = whole(c.format, c.mode, c.parallel, c.text);
+    size_t total = 0;
+    for (const ToolCall& call : w.calls) total += call.arguments.size();
+    EXPECT_EQ(s.arguments_before_finish, total) << label(c);
+  }
+  const std::string text = "<tool_call>{\"name\": \"f\", \"arguments\": {\"text\": \"abcdefghij\"}}</tool_call>";
+  const size_t half = text.find("fgh");
+  const Streamed s = run(ToolFormat::hermes, ToolMode::automatic, true, {text.substr(0, half)});
+  ASSERT_EQ(s.names.size(), 1u);
+  EXPECT_EQ(s.arguments_before_finish, std::string("{\"text\": \"abcde").size());
+}
+
+// One malformed Hermes block turns the whole answer into content (vLLM's rule): calls announced before it stay
+// sent, and the rest of the content follows when the choice ends.
+TEST(ToolStreamSplits, AMalformedBlockMakesTheAnswerContent) {
+  const std::string text = "Hi <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"
+                           "<tool_call>{\"name\": \"g\", \"arguments\": {\"city\": }}</tool_call>";
+  const ParsedAnswer w = whole(ToolFormat::hermes, ToolMode::automatic, true, text);
+  EXPECT_TRUE(w.calls.empty());
+  EXPECT_EQ(w.content, text);
+  for (size_t at = 0; at <= text.size(); ++at) {
+    const Streamed s = run(ToolFormat::hermes, ToolMode::automatic, true, {text.substr(0, at), text.substr(at)});
+    EXPECT_EQ(s.content, text) << at;
+  }
+}
+
+// Two choices' streams keep their own indices and ids.
+TEST(ToolStreamSplits, IdsAreFreshPerCall) {
+  const std::string text = "<tool_call>{\"name\": \"f\"}</tool_call><tool_call>{\"name\": \"g\"}</tool_call>";
+  const Streamed a = run(ToolFormat::hermes, ToolMode::automatic, true, {text});
+  const Streamed b = run(ToolFormat::hermes, ToolMode::automatic, true, {text});
+  ASSERT_EQ(a.ids.size(), 2u);
+  ASSERT_EQ(b.ids.size(), 2u);
+  EXPECT_NE(a.ids[0], a.ids[1]);
+  EXPECT_NE(a.ids[0], b.ids[0]);
+  EXPECT_EQ(a.arguments, (std::vector<std::string>{"{}", "{}"}));
+}
+
+// "required" with several calls: per format, the request's schema and sequence accept the format's own syntax for
+// two calls (each held to its tool's parameters) and the answer reads back as those calls, whole or streamed;
+// parallel_tool_calls false and a named choice keep one call.
+TEST(RequiredCalls, SeveralCallsInEachFormatsSyntax) {
+  const std::string tools = R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type":
+      "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+      {"type": "function", "function": {"name": "get_time"}}])";
+  const auto request = [&](ToolFormat f, const std::string& extra) {
+    return parse_tool_fields(json::parse("{\"tools\": " + tools + ", \"tool_choice\": \"required\"" + extra + "}"),
+                             true, f);
+  };
+  struct Want {
+    ToolFormat format;
+    std::string text, bad;  // two calls; the second call with the other tool's arguments
+  };
+  const std::vector<Want> wants = {
+      {ToolFormat::hermes,
+       "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
+       "\"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+       "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
+       "\"arguments\": {}}"},
+      {ToolFormat::mistral,
+       "{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
+       "{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {}}"},
+      {ToolFormat::llama3_json,
+       "{\"name\": \"get_time\", \"parameters\": {}}; {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
+       "{\"name\": \"get_time\", \"parameters\": {}}; {\"name\": \"get_weather\", \"parameters\": {}}"},
+  };
+  for (const Want& w : wants) {
+    const std::string what = tool_format_name(w.format);
+    const ToolRequest r = request(w.format, "");
+    ASSERT_TRUE(r.schema && r.sequence) << what;
+    JsonSequenceRecognizer ok(*r.schema, r.sequence.get());
+    EXPECT_TRUE(ok.push(w.text)) << what;
+    EXPECT_TRUE(ok.can_end()) << what;
+    JsonSequenceRecognizer bad(*r.schema, r.sequence.get());
+    EXPECT_FALSE(bad.push(w.bad)) << what;  // get_weather without its required city
+    const ParsedAnswer a = read_answer(w.text, ToolMode::forced, true, w.format);
+    ASSERT_EQ(a.calls.size(), 2u) << what;
+    EXPECT_EQ(a.calls[0].name, "get_time");
+    EXPECT_EQ(a.calls[1].name, "get_weather");
+    EXPECT_EQ(a.calls[1].arguments, "{\"city\": \"Oslo\"}");
+    EXPECT_TRUE(a.content.empty());
+    for (size_t at = 0; at <= w.text.size(); ++at)
+      expect_same(a, run(w.format, ToolMode::forced, true, {w.text.substr(0, at), w.text.substr(at)}), what);
+    // Cut inside the second call: content, as a single forced call cut by max_tokens is.
+    const std::string cut = w.text.substr(0, w.text.size() - 8);
+    EXPECT_TRUE(read_answer(cut, ToolMode::forced, true, w.format).calls.empty()) << what;
+    EXPECT_EQ(read_answer(cut, ToolMode::forced, true, w.format).content, cut) << what;
+    // One call: parallel_tool_calls false, or a named choice.
+    const ToolRequest one = request(w.format, ", \"parallel_tool_calls\": false");
+    EXPECT_TRUE(one.schema && !one.sequence) << what;
+    const ToolRequest named = parse_tool_fields(
+        json::parse("{\"tools\": " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "get_time"}}})"),
+        true, w.format);
+    EXPECT_TRUE(named.schema && !named.sequence) << what;
+  }
+}
+
+}  // namespace
+}  // namespace attnzoo::server
