@@ -2,8 +2,9 @@
 IQ4_XS`, and --pure), against independent references:
   - llama.cpp's rules (llama-quant.cpp's llama_tensor_get_type), restated here in Python from its source and
     independent of the C++ table: every tensor's type, for every mixture, of tiny Llama (GQA 4, untied; GQA 1, tied),
-    Qwen3 (rows of 128 that fall back), Mixtral with 8 experts and LFM2 (a conv / attention hybrid whose layer 0 has
-    no KV heads), from the checkpoint directory and from its F32 GGUF;
+    Qwen3 (rows of 128 that fall back), Mixtral with 8 experts, LFM2 (a conv / attention hybrid whose layer 0 has
+    no KV heads) and Qwen3-Next (4 experts; its linear layers' attn_qkv count as attn_v), from the checkpoint
+    directory and from its F32 GGUF;
   - llama-quantize itself where scripts/build_llama_bench.sh built it: the same F32 GGUF quantized by it and by us,
     every tensor's type and general.file_type equal;
   - the files load and run: attnzoo's logits close to the f32 model's, llama.cpp's llama-bench generating from
@@ -22,7 +23,7 @@ gguf = pytest.importorskip("gguf")
 
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
-from test_quantize import CLI, TEXT, VOCAB, _cli, _randomize, _tokenizer  # noqa: E402
+from test_quantize import CLI, VOCAB, _cli, _randomize, _tokenizer  # noqa: E402
 
 MATMUL_PRECISION = "highest"
 LLAMA_CACHE = os.environ.get("ATTNZOO_LLAMA_CACHE", os.path.expanduser("~/.cache/attnzoo/llama.cpp"))
@@ -61,8 +62,11 @@ def _category(name):
 
 
 def _quantizable(name, ne):
-    """tensor_allows_quantization, for the tensors these models have."""
-    return (len(ne) >= 2 and name.endswith("weight") and "_norm.weight" not in name
+    """tensor_allows_quantization, for the tensors these models have (ggml_n_dims: trailing 1s do not count)."""
+    dims = len(ne)
+    while dims > 1 and ne[dims - 1] == 1:
+        dims -= 1
+    return (dims >= 2 and name.endswith("weight") and "_norm.weight" not in name
             and "ffn_gate_inp.weight" not in name and "shortconv.conv.weight" not in name
             and "ssm_conv1d" not in name)
 
@@ -166,20 +170,35 @@ def _config(kind):
         return transformers.MixtralConfig(intermediate_size=256, num_hidden_layers=8, num_attention_heads=4,
                                           num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2,
                                           tie_word_embeddings=False, **common)
+    if kind == "qwen3next":  # 4 experts; linear layers' attn_qkv count as attn_v; llama.cpp needs dv == dk
+        return transformers.Qwen3NextConfig(
+            intermediate_size=256, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2, head_dim=32,
+            partial_rotary_factor=0.5, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=32,
+            linear_value_head_dim=32, linear_conv_kernel_dim=4, full_attention_interval=4, num_experts=4,
+            num_experts_per_tok=2, moe_intermediate_size=256, shared_expert_intermediate_size=256,
+            tie_word_embeddings=False, **common)
     return transformers.Lfm2Config(  # conv layers first: head_count_kv[0] is 0, so no GQA bump anywhere
         intermediate_size=512, block_auto_adjust_ff_dim=False, num_hidden_layers=8, num_attention_heads=8,
         num_key_value_heads=2, conv_L_cache=3, layer_types=["conv", "conv", "full_attention", "conv"] * 2,
         norm_eps=1e-5, tie_word_embeddings=True, **common)
 
 
-KINDS = ["llama_gqa4", "llama_gqa1", "qwen3", "mixtral8", "lfm2"]
+def _randomize_zero_centered(model):
+    """Qwen3-Next's norms compute x * (1 + w): vectors near 0 (A_log near -1)."""
+    for name, p in model.named_parameters():
+        if p.ndim == 1:
+            p.copy_((-1.0 if name.endswith("A_log") else 0.0) + 0.2 * torch.randn_like(p))
+
+
+KINDS = ["llama_gqa4", "llama_gqa1", "qwen3", "mixtral8", "lfm2", "qwen3next"]
 
 
 @pytest.fixture(scope="module", params=KINDS)
 def model(request, tmp_path_factory):
     kind = request.param
     directory = tmp_path_factory.mktemp(f"mix-{kind}")
-    ref = checks.save_random_model(kind, _config(kind), str(directory / "hf"), _randomize)
+    ref = checks.save_random_model(kind, _config(kind), str(directory / "hf"),
+                                   _randomize_zero_centered if kind == "qwen3next" else _randomize)
     _tokenizer("llama").save_pretrained(str(directory / "hf"))
     f32 = directory / "f32.gguf"
     r = _cli("quantize", "-m", str(directory / "hf"), "-o", str(f32), "--type", "F32")
@@ -265,16 +284,29 @@ def test_llama_quantize_writes_the_same_types(model, ftype, tmp_path):
     assert theirs == llama_cpp_types(tensors, meta, ftype)  # the restatement, checked against the original
 
 
+# RMS(logits - the f32 model's) / std(logits) bounds: test_quantize.py's Q4_K bound; Qwen3-Next's tiny random
+# MoE hybrid amplifies weight noise far more (measured: Q8_0 0.11, Q6_K 0.46, Q4_K 0.68, Q5_K_S 0.62); a misplaced
+# block gives ~1.4.
+LOGIT_BOUND = {"qwen3next": 1.0}
+
+
 @pytest.mark.parametrize("ftype", ["Q4_K_M", "Q5_K_S", "IQ4_NL"])
 def test_files_load_and_run(model, ftype, tmp_path):
     kind, directory, ref = model
     out = tmp_path / f"{kind}-{ftype}.gguf"
-    _quantize(directory / "hf", out, ftype)
+    _, _, types = _quantize(directory / "hf", out, ftype)
     ids = checks.prompt(VOCAB, 24)
     want = checks.meaningful_logits(ref, ids)
-    m = Model.load(str(out))
-    err = np.sqrt(np.mean((m.forward(ids) - want) ** 2)) / want.std()
-    assert err < 0.5, (kind, ftype, err)  # test_quantize.py's Q4_K bound; a misplaced block gives ~1.4
+    split = [n for n in types if n.endswith("attn_qkv.weight") and types[n] != types[n.replace("qkv", "gate")]]
+    if split:
+        # attnzoo's Qwen3-Next loader rejoins attn_qkv and attn_gate into in_proj_qkvz and needs one type, while
+        # llama-quantize raises attn_qkv as an attn_v: such files (llama.cpp's too) are refused by name, for now
+        with pytest.raises(ValueError, match=rf"tensor '{split[0]}': expected .* of the same type"):
+            Model.load(str(out))
+    else:
+        m = Model.load(str(out))
+        err = np.sqrt(np.mean((m.forward(ids) - want) ** 2)) / want.std()
+        assert err < LOGIT_BOUND.get(kind, 0.5), (kind, ftype, err)
     if LLAMA_BENCH:  # llama.cpp loads the file and generates from it
         r = subprocess.run([LLAMA_BENCH[-1], "-m", str(out), "-p", "0", "-n", "4", "-r", "1", "-t", "2", "-o", "csv"],
                            capture_output=True, text=True, timeout=600)
