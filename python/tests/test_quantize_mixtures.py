@@ -6,7 +6,7 @@ IQ4_XS`, and --pure), against independent references:
     no KV heads) and Qwen3-Next (4 experts; its linear layers' attn_qkv count as attn_v), from the checkpoint
     directory and from its F32 GGUF;
   - llama-quantize itself where scripts/build_llama_bench.sh built it: the same F32 GGUF quantized by it and by us,
-    every tensor's type and general.file_type equal;
+    every tensor's type and general.file_type equal; and SmolLM2-135M's Q4_1 file requantized to Q4_K_M by both;
   - the files load and run: attnzoo's logits close to the f32 model's, llama.cpp's llama-bench generating from
     them where built; SmolLM2-135M's perplexity on the Sherlock Holmes text is lower in Q4_K_M than in Q4_K and
     higher than in Q6_K (a bump the wrong way round fails it)."""
@@ -346,3 +346,18 @@ def test_q4_k_m_perplexity_lies_between_q4_k_and_q6_k(tmp_path):
         assert r.returncode == 0, r.stderr
         ppl[ftype] = float(r.stdout.split("Final estimate: PPL = ")[1].split()[0])
     assert ppl["Q6_K"] < ppl["Q4_K_M"] < ppl["Q4_K"], ppl
+
+
+@pytest.mark.skipif(not os.path.exists(SMOLLM2), reason=f"{SMOLLM2} is missing: run scripts/setup.sh")
+@pytest.mark.skipif(not LLAMA_QUANTIZE, reason=NO_LLAMA)
+def test_smollm2_q4_k_m_types_equal_llama_quantizes(tmp_path):
+    """A real layout (30 layers, 3 query heads per KV head, rows of 576 that fall back): both requantize the Q4_1
+    file to Q4_K_M with the same type for each of its 272 tensors."""
+    r = subprocess.run([LLAMA_QUANTIZE[-1], "--allow-requantize", SMOLLM2, str(tmp_path / "llama.gguf"), "Q4_K_M", "2"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    theirs_meta, _, theirs = _read(tmp_path / "llama.gguf")
+    ours_meta, _, ours = _quantize(SMOLLM2, tmp_path / "ours.gguf", "Q4_K_M", "--allow-requantize")
+    assert ours == theirs, {n: (ours.get(n), theirs[n]) for n in theirs if ours.get(n) != theirs[n]}
+    assert ours_meta["general.file_type"] == theirs_meta["general.file_type"] == 15
+    assert {"Q4_K", "Q6_K", "Q5_0", "Q8_0"} <= set(ours.values())
