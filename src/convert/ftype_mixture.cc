@@ -41,7 +41,7 @@ Kind kind_of(const std::string& name) {
   if (has("attn_k.weight")) return Kind::attn_k;
   if (has("attn_q.weight")) return Kind::other;
   if (has("attn_output.weight")) return Kind::attn_output;
-  if (has("ffn_up") || has("ffn_gate")) return Kind::other;  // before ffn_down: "ffn_gate_..._down" is a gate
+  if (has("ffn_up") || has("ffn_gate")) return Kind::other;  // checked before ffn_down, as llama.cpp does
   if (has("ffn_down")) return Kind::ffn_down;
   return Kind::other;
 }
