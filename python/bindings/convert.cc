@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "convert/calibration.h"
+#include "convert/ftype_mixture.h"
 #include "convert/gguf_export.h"
 
 namespace attnzoo::py {
@@ -16,9 +17,10 @@ void bind_convert(nb::module_& m) {
            const std::optional<std::string>& output_tensor_type, const std::optional<std::string>& token_embedding_type,
            const std::vector<std::pair<std::string, std::string>>& tensor_types, const std::vector<std::string>& keep,
            const std::optional<std::string>& calibration, int64_t calibration_chunk, int64_t calibration_tokens,
-           bool allow_requantize) {
+           bool allow_requantize, bool pure) {
           QuantizeOptions o;
-          o.policy.type = parse_quant_type(type, "type");
+          set_file_type(o.policy, type, "type");
+          o.policy.pure = pure;
           if (output_tensor_type) o.policy.output_type = parse_quant_type(*output_tensor_type, "output_tensor_type");
           if (token_embedding_type)
             o.policy.token_embedding_type = parse_quant_type(*token_embedding_type, "token_embedding_type");
@@ -57,7 +59,7 @@ void bind_convert(nb::module_& m) {
         nb::arg("src"), nb::arg("out"), nb::arg("type"), nb::arg("output_tensor_type").none(),
         nb::arg("token_embedding_type").none(), nb::arg("tensor_types"), nb::arg("keep"),
         nb::arg("calibration").none(), nb::arg("calibration_chunk"), nb::arg("calibration_tokens"),
-        nb::arg("allow_requantize") = false);
+        nb::arg("allow_requantize") = false, nb::arg("pure") = false);
 }
 
 }  // namespace attnzoo::py

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/usage.h"
 #include "convert/calibration.h"
+#include "convert/ftype_mixture.h"
 #include "convert/gguf_export.h"
 #include "core/error.h"
 
@@ -15,7 +16,7 @@ namespace attnzoo::cli {
 namespace {
 
 const char* kUsage =
-    "usage: attnzoo quantize -m DIR|IN.gguf -o OUT.gguf [--type T] [--output-tensor-type T]\n"
+    "usage: attnzoo quantize -m DIR|IN.gguf -o OUT.gguf [--type T] [--pure] [--output-tensor-type T]\n"
     "                        [--token-embedding-type T] [--tensor-type PATTERN=T]... [--keep PATTERN]...\n"
     "                        [--allow-requantize]\n"
     "                        [--calibration FILE [--calibration-chunk N] [--calibration-tokens N]]\n"
@@ -24,17 +25,31 @@ const char* kUsage =
     "  transformers and attnzoo); or, as llama-quantize does, the GGUF file IN.gguf (F32 / F16 / BF16 tensors)\n"
     "  with every metadata key, tensor name, order and alignment kept and each tensor in the type the same policy\n"
     "  gives its GGUF name (general.file_type updated)\n"
-    "  --type T                 F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,\n"
-    "                           IQ4_NL or IQ4_XS (default Q8_0); norms and biases stay F32, the embedding\n"
-    "                           and output head take Q8_0 (for Q8_0) or Q6_K (for lower-bit types), as\n"
-    "                           llama-quantize does (which keeps an untied embedding in the main type); rows\n"
-    "                           that are not whole blocks fall back as llama-quantize's do (Q2_K, Q3_K -> Q4_0,\n"
-    "                           Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL; F16 for rows not\n"
-    "                           of 32s)\n"
+    "  --type T                 one type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K\n"
+    "                           or Q6_K\n"
+    "                           (default Q8_0); norms and biases stay F32, the embedding and output head take\n"
+    "                           Q8_0 (for Q8_0) or Q6_K (for lower-bit types), as llama-quantize does (which\n"
+    "                           keeps an untied embedding in the main type); rows that are not whole blocks fall\n"
+    "                           back as llama-quantize's do (Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K ->\n"
+    "                           Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL; F16 for rows not of 32s)\n"
+    "                           or one of llama-quantize's mixtures, tensor for tensor as it writes them:\n"
+    "                           Q4_K_M / Q5_K_M (Q4_K / Q5_K, with attn_v and ffn_down in Q6_K in the first\n"
+    "                           and last eighth of the layers and every third between), Q4_K_S (Q4_K, the first\n"
+    "                           4 attn_v and the first eighth of ffn_down in Q5_K), Q5_K_S (Q5_K), IQ4_NL /\n"
+    "                           IQ4_XS (attn_v in Q5_K with 4+ query heads per KV head, the first eighth of\n"
+    "                           ffn_down in Q5_K without --calibration); in all of them the head (and a tied\n"
+    "                           embedding) Q6_K, an untied embedding the main type, an 8-expert model's attn_k /\n"
+    "                           attn_v Q8_0 (and its attn_output Q5_K but in Q5_K_S / Q5_K_M); the table is in\n"
+    "                           src/convert/ftype_mixture.h\n"
+    "                           (llama-quantize's Q2_K_S and Q3_K_S / M / L mixtures are refused: not yet)\n"
+    "  --pure                   every matrix in the main type, the head and embedding too (llama-quantize's flag;\n"
+    "                           general.file_type still names --type)\n"
     "  --output-tensor-type T   the output head's type\n"
     "  --token-embedding-type T the token embedding's type\n"
     "  --tensor-type PATTERN=T  tensors whose GGUF name matches the regex PATTERN take T (first match wins)\n"
     "  --keep PATTERN           tensors matching PATTERN keep the checkpoint's own type\n"
+    "                           (the four overrides are stronger than a mixture; tensors they decide are not\n"
+    "                           counted by its rules, as in llama-quantize)\n"
     "  --allow-requantize       a GGUF source's block-quantized tensors (Q8_0, Q4_K ...) are dequantized and\n"
     "                           quantized again (the two roundings add up); without it they are refused by name\n"
     "                           unless their type stays (then copied)\n"
@@ -70,7 +85,9 @@ int run_quantize(const std::vector<std::string>& args) {
     } else if (s == "-o" || s == "--output") {
       out = value();
     } else if (s == "--type") {
-      o.policy.type = parse_quant_type(value(), "--type");
+      set_file_type(o.policy, value(), "--type");
+    } else if (s == "--pure") {
+      o.policy.pure = true;
     } else if (s == "--output-tensor-type") {
       o.policy.output_type = parse_quant_type(value(), s);
     } else if (s == "--token-embedding-type") {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "convert/ftype_mixture.h"
 #include "convert/gguf_export_gpt_oss.h"
 #include "convert/gguf_export_deepseek2.h"
 #include "convert/gguf_export_dense.h"
@@ -459,7 +460,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   std::filesystem::path dir_name = std::filesystem::path(src_dir).lexically_normal();
   if (dir_name.filename().empty()) dir_name = dir_name.parent_path();  // "models/x/" -> "models/x"
   w.add_string("general.name", dir_name.filename().string());
-  w.add_u32("general.file_type", llama_file_type(o.policy.type));
+  w.add_u32("general.file_type", llama_file_type(o.policy));
   std::vector<float> rope_freqs;
   const int64_t mtp_blocks = gguf_arch == "glm4moe" ? count_mtp_blocks(*files, c) : 0;
   if (deepseek2)
@@ -507,10 +508,24 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                                         : rwkv7       ? plan_rwkv7(*files, tied)
                                         : kimi        ? plan_kimi_linear(*files, c)
                                                       : plan_attention(*files, c, *arch, heads, kv_heads, tied);
+  // A mixture's types are settled over the whole file first (its rules count tensors): gpt-oss's experts, written
+  // by add_gpt_oss_experts, are named here too
+  QuantizeOptions resolved = o;
+  if (o.policy.mixture) {
+    std::vector<MixtureTensor> names;
+    for (const TensorPlan& p : plans) names.push_back({p.gguf_name, p.shape, !p.type});
+    if (gguf_arch == "gpt-oss")
+      for (int64_t i = 0; i < c.get_int("num_hidden_layers"); ++i)
+        for (const char* e : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"})
+          names.push_back({"blk." + std::to_string(i) + "." + e + ".weight", {}, true});
+    const MixtureModel model = mixture_model(
+        gguf_arch, [&w](const std::string& key) { return w.first_int(key); }, !o.importance.empty());
+    resolved.policy.mixture_types = resolve_mixture(o.policy, model, names);
+  }
   bool any_quantized = false;
   std::set<std::string> read;
   for (const TensorPlan& p : plans) {
-    summary.tensors.push_back(add_planned(w, files, p, o));
+    summary.tensors.push_back(add_planned(w, files, p, resolved));
     const QuantizedTensor& t = summary.tensors.back();
     any_quantized = any_quantized || quant_type_info(uint32_t(t.type))->block_elems > 1;
     summary.bytes_out += t.bytes;
@@ -518,7 +533,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
       if (read.insert(s).second) summary.bytes_in += uint64_t(files->stored(s).bytes);
   }
   if (gguf_arch == "gpt-oss")
-    for (QuantizedTensor& t : add_gpt_oss_experts(w, files, c, o, &summary.bytes_in)) {
+    for (QuantizedTensor& t : add_gpt_oss_experts(w, files, c, resolved, &summary.bytes_in)) {
       any_quantized = any_quantized || quant_type_info(uint32_t(t.type))->block_elems > 1;
       summary.bytes_out += t.bytes;
       summary.tensors.push_back(std::move(t));

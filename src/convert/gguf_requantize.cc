@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "convert/ftype_mixture.h"
 #include "convert/tensor_policy.h"
 #include "core/convert.h"
 #include "core/error.h"
@@ -58,6 +59,11 @@ std::map<std::string, std::vector<ImportanceSlice>> place_importance(const GgufF
   return out;
 }
 
+// gpt-oss's MXFP4 experts, kept as the Hugging Face path keeps an MXFP4 checkpoint's (its native format).
+bool native_mxfp4_experts(const GgufTensor& t) {
+  return t.type == QuantType::MXFP4 && t.name.find("_exps.") != std::string::npos;
+}
+
 // The type tensor `t` is written in; ArgumentError naming the file, tensor and the flag when a block-quantized
 // one would be quantized again without allow_requantize, LoadError when its type cannot be read back to f32.
 QuantType output_type(const GgufFile& f, const GgufTensor& t, const QuantizeOptions& o) {
@@ -65,8 +71,7 @@ QuantType output_type(const GgufFile& f, const GgufTensor& t, const QuantizeOpti
   // or integer one as it is
   if (t.ne.size() < 2) return is_float(t.type) ? QuantType::F32 : t.type;
   if (kept_as_stored(t.name)) return t.type;
-  // gpt-oss's MXFP4 experts, as the Hugging Face path keeps an MXFP4 checkpoint's (its native format)
-  if (t.type == QuantType::MXFP4 && t.name.find("_exps.") != std::string::npos) return t.type;
+  if (native_mxfp4_experts(t)) return t.type;
   const std::vector<int64_t> shape(t.ne.rbegin(), t.ne.rend());
   const QuantType want = choose_tensor_type(o.policy, t.name, shape, t.type);
   if (want == t.type || is_float(t.type)) return want;
@@ -153,10 +158,29 @@ QuantizeSummary requantize_gguf(const std::string& src_path, const std::string& 
     summary.architecture = a->as_string("general.architecture");
   summary.tokenizer = f->has("tokenizer.ggml.model");
   GgufWriter w(f->alignment());
+  // A mixture's types are settled over the whole file first (its rules count tensors), from the source's keys.
+  QuantizeOptions resolved = o;
+  if (o.policy.mixture) {
+    std::vector<MixtureTensor> names;
+    for (const GgufTensor& t : f->tensors())
+      names.push_back({t.name, std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()),
+                       !kept_as_stored(t.name) && !native_mxfp4_experts(t)});
+    auto get = [&f](const std::string& key) -> std::optional<int64_t> {
+      const GgufValue* v = f->find(key);
+      if (!v || (v->is_array() && v->size() == 0)) return std::nullopt;
+      const GgufValue first = v->is_array() ? v->at(0) : *v;
+      if (first.type() == GgufType::STRING || first.is_array() || first.type() == GgufType::F32 ||
+          first.type() == GgufType::F64 || first.type() == GgufType::BOOL)
+        return std::nullopt;
+      return first.as_int(key);
+    };
+    resolved.policy.mixture_types = resolve_mixture(o.policy, mixture_model(summary.architecture, get,
+                                                                            !o.importance.empty()), names);
+  }
   std::vector<QuantType> types;
   bool any_quantized = false;
   for (const GgufTensor& t : f->tensors()) {
-    types.push_back(output_type(*f, t, o));
+    types.push_back(output_type(*f, t, resolved));
     any_quantized = any_quantized || quant_is_blocked(types.back());
   }
 
@@ -164,7 +188,7 @@ QuantizeSummary requantize_gguf(const std::string& src_path, const std::string& 
   for (const auto& [key, value] : f->metadata()) {
     if (key.starts_with("split.") || (key == "general.alignment" && w.has_key(key))) continue;
     if (key == "general.file_type") {
-      w.add_u32(key, llama_file_type(o.policy.type));
+      w.add_u32(key, llama_file_type(o.policy));
       file_type = true;
     } else if (key == "general.quantization_version") {
       if (any_quantized) w.add_u32(key, 2);
@@ -173,7 +197,7 @@ QuantizeSummary requantize_gguf(const std::string& src_path, const std::string& 
       w.add_value(key, value);
     }
   }
-  if (!file_type) w.add_u32("general.file_type", llama_file_type(o.policy.type));
+  if (!file_type) w.add_u32("general.file_type", llama_file_type(o.policy));
 
   for (size_t i = 0; i < f->tensors().size(); ++i) {
     const GgufTensor& t = f->tensors()[i];

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <regex>
+#include <stdexcept>
+
+#include "convert/ftype_mixture.h"
 
 #include "core/error.h"
 #include "kernels/quant/quantize.h"
@@ -16,6 +19,19 @@ constexpr QuantType kWritable[] = {QuantType::F32,  QuantType::F16,  QuantType::
                                    QuantType::Q6_K, QuantType::IQ4_NL, QuantType::IQ4_XS};
 
 bool fits(QuantType t, int64_t cols) { return quant_row_bytes(t, cols).has_value(); }
+
+bool matches(const std::string& pattern, const std::string& name, const char* flag) {
+  try {
+    return std::regex_search(name, std::regex(pattern));
+  } catch (const std::regex_error& e) {
+    throw ArgumentError(std::string(flag) + ": pattern '" + pattern + "' is not a valid regular expression: " +
+                        e.what());
+  }
+}
+
+bool is_float(QuantType t) { return t == QuantType::F32 || t == QuantType::F16 || t == QuantType::BF16; }
+
+}  // namespace
 
 // llama.cpp's fallbacks for rows that are not whole super-blocks.
 QuantType fit_to_row(QuantType t, int64_t cols) {
@@ -32,10 +48,6 @@ QuantType fit_to_row(QuantType t, int64_t cols) {
   return fits(smaller, cols) ? smaller : QuantType::F16;
 }
 
-bool is_float(QuantType t) { return t == QuantType::F32 || t == QuantType::F16 || t == QuantType::BF16; }
-
-}  // namespace
-
 QuantType parse_quant_type(const std::string& name, const std::string& what) {
   std::string upper = name;
   std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return char(std::toupper(c)); });
@@ -47,28 +59,34 @@ QuantType parse_quant_type(const std::string& name, const std::string& what) {
   throw ArgumentError(what + ": unknown type '" + name + "' (choose from " + known + ")");
 }
 
+bool overridden(const TensorPolicy& p, const std::string& gguf_name) {
+  for (const auto& tt : p.tensor_types)
+    if (matches(tt.first, gguf_name, "tensor_types (--tensor-type)")) return true;
+  for (const std::string& pattern : p.keep)
+    if (matches(pattern, gguf_name, "keep (--keep)")) return true;
+  return (gguf_name == "output.weight" && p.output_type) ||
+         (gguf_name == "token_embd.weight" && p.token_embedding_type);
+}
+
 QuantType choose_tensor_type(const TensorPolicy& p, const std::string& gguf_name, const std::vector<int64_t>& shape,
                              QuantType source) {
   if (shape.size() < 2) return QuantType::F32;  // norms, biases: tiny, and precision-critical
   const int64_t cols = shape.back();
-  for (const auto& [pattern, type] : p.tensor_types) {
-    try {
-      if (std::regex_search(gguf_name, std::regex(pattern))) return fit_to_row(type, cols);
-    } catch (const std::regex_error& e) {
-      throw ArgumentError("tensor_types (--tensor-type): pattern '" + pattern + "' is not a valid regular expression: " + e.what());
-    }
-  }
-  for (const std::string& pattern : p.keep) {
-    try {
-      if (std::regex_search(gguf_name, std::regex(pattern))) return source;
-    } catch (const std::regex_error& e) {
-      throw ArgumentError("keep (--keep): pattern '" + pattern + "' is not a valid regular expression: " + e.what());
-    }
-  }
+  for (const auto& [pattern, type] : p.tensor_types)
+    if (matches(pattern, gguf_name, "tensor_types (--tensor-type)")) return fit_to_row(type, cols);
+  for (const std::string& pattern : p.keep)
+    if (matches(pattern, gguf_name, "keep (--keep)")) return source;
   const bool head = gguf_name == "output.weight", embed = gguf_name == "token_embd.weight";
   if (head && p.output_type) return fit_to_row(*p.output_type, cols);
   if (embed && p.token_embedding_type) return fit_to_row(*p.token_embedding_type, cols);
-  if ((head || embed) && !is_float(p.type)) return fit_to_row(p.type == QuantType::Q8_0 ? QuantType::Q8_0 : QuantType::Q6_K, cols);
+  if (p.pure || is_float(p.type)) return fit_to_row(p.type, cols);
+  if (p.mixture) {
+    const auto it = p.mixture_types.find(gguf_name);
+    if (it == p.mixture_types.end())
+      throw std::logic_error("quantize: tensor '" + gguf_name + "' was not in the list its mixture was resolved on");
+    return fit_to_row(it->second, cols);
+  }
+  if (head || embed) return fit_to_row(p.type == QuantType::Q8_0 ? QuantType::Q8_0 : QuantType::Q6_K, cols);
   return fit_to_row(p.type, cols);
 }
 
@@ -91,6 +109,10 @@ uint32_t llama_file_type(QuantType t) {
     case QuantType::BF16: return 32;
     default: throw ArgumentError(std::string("no llama.cpp file type for ") + quant_type_name(t));
   }
+}
+
+uint32_t llama_file_type(const TensorPolicy& p) {
+  return p.mixture ? p.mixture->file_type : llama_file_type(p.type);
 }
 
 }  // namespace attnzoo

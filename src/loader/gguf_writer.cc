@@ -65,6 +65,39 @@ bool GgufWriter::has_key(const std::string& key) const {
   return false;
 }
 
+std::optional<int64_t> GgufWriter::first_int(const std::string& key) const {
+  for (const auto& [k, b] : kvs_) {
+    if (k != key) continue;
+    uint32_t type = 0;
+    std::memcpy(&type, b.data(), sizeof type);
+    size_t at = sizeof type;
+    if (GgufType(type) == GgufType::ARRAY) {  // element type, count, then the packed elements
+      uint64_t count = 0;
+      std::memcpy(&type, b.data() + at, sizeof type);
+      std::memcpy(&count, b.data() + at + sizeof type, sizeof count);
+      if (count == 0) return std::nullopt;
+      at += sizeof type + sizeof count;
+    }
+    const GgufType t = GgufType(type);
+    auto read = [&](auto v) {
+      std::memcpy(&v, b.data() + at, sizeof v);
+      return int64_t(v);
+    };
+    switch (t) {
+      case GgufType::U8: return read(uint8_t{});
+      case GgufType::I8: return read(int8_t{});
+      case GgufType::U16: return read(uint16_t{});
+      case GgufType::I16: return read(int16_t{});
+      case GgufType::U32: return read(uint32_t{});
+      case GgufType::I32: return read(int32_t{});
+      case GgufType::U64: return read(uint64_t{});
+      case GgufType::I64: return read(int64_t{});
+      default: return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 void GgufWriter::add_raw(const std::string& key, GgufType type, std::vector<uint8_t> value) {
   if (key.empty()) throw ArgumentError("GGUF metadata: empty key");
   if (has_key(key)) throw ArgumentError("GGUF metadata: key '" + key + "' set twice");

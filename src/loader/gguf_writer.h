@@ -6,6 +6,7 @@
 // into place only when complete.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ class GgufWriter {
   // there (strings, nested arrays and scalar widths unchanged): what copying a file's metadata takes.
   void add_value(const std::string& key, const GgufValue& v);
   bool has_key(const std::string& key) const;
+  // An integer key as set so far: the scalar, or an array's first element; nullopt when absent or not an
+  // integer (what quantize's mixtures read of the hyperparameters before the file is written).
+  std::optional<int64_t> first_int(const std::string& key) const;
 
   // A tensor: ggml-order dimensions (ne[0] the row length), its type, and the callback that yields its bytes
   // when the writer reaches it (exactly quant_row_bytes(type, ne[0]) * rows bytes, else ArgumentError).

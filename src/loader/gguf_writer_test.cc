@@ -170,5 +170,24 @@ TEST(GgufWriter, RefusesAnAlignmentReadersCannotHold) {
   }
 }
 
+TEST(GgufWriter, FirstIntReadsBackIntegerKeys) {
+  GgufWriter w;
+  w.add_u32("a.block_count", 24);
+  w.add_i64("a.big", -5000000000LL);
+  w.add_u8("a.small", 200);
+  w.add_i32_array("a.head_count_kv", {0, 8, 0});
+  w.add_i32_array("a.empty", {});
+  w.add_f32("a.eps", 1e-6f);
+  w.add_string("a.name", "x");
+  EXPECT_EQ(w.first_int("a.block_count"), 24);
+  EXPECT_EQ(w.first_int("a.big"), -5000000000LL);
+  EXPECT_EQ(w.first_int("a.small"), 200);
+  EXPECT_EQ(w.first_int("a.head_count_kv"), 0);  // an array: its first element
+  EXPECT_EQ(w.first_int("a.empty"), std::nullopt);
+  EXPECT_EQ(w.first_int("a.eps"), std::nullopt);
+  EXPECT_EQ(w.first_int("a.name"), std::nullopt);
+  EXPECT_EQ(w.first_int("a.absent"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace attnzoo

@@ -1,0 +1,186 @@
+#include "convert/ftype_mixture.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+using Q = QuantType;
+
+constexpr FileMixture kMixtures[] = {
+    {"Q4_K_S", 14, Q::Q4_K, Bump::first_four, Q::Q5_K, Bump::first_eighth, Q::Q5_K, true},
+    {"Q4_K_M", 15, Q::Q4_K, Bump::more_bits, Q::Q6_K, Bump::more_bits, Q::Q6_K, true},
+    {"Q5_K_S", 16, Q::Q5_K, Bump::never, Q::Q5_K, Bump::never, Q::Q5_K, false},
+    {"Q5_K_M", 17, Q::Q5_K, Bump::more_bits, Q::Q6_K, Bump::more_bits, Q::Q6_K, false},
+    {"IQ4_NL", 25, Q::IQ4_NL, Bump::gqa_four, Q::Q5_K, Bump::first_eighth_no_importance, Q::Q5_K, true},
+    {"IQ4_XS", 30, Q::IQ4_XS, Bump::gqa_four, Q::Q5_K, Bump::first_eighth_no_importance, Q::Q5_K, true},
+};
+
+// llama-quantize's file types whose rules this table does not hold yet (--type Q2_K / Q3_K are single types).
+constexpr std::string_view kWithoutRules[] = {"Q2_K_S", "Q3_K_S", "Q3_K_M", "Q3_K_L"};
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+  return s;
+}
+
+// llama.cpp's broad tensor kinds, found by substring in the GGUF name as it finds them.
+enum class Kind : uint8_t { output, token_embd, attn_v, attn_k, attn_output, ffn_down, other };
+
+Kind kind_of(const std::string& name) {
+  if (name == "output.weight") return Kind::output;
+  if (name == "token_embd.weight" || name == "per_layer_token_embd.weight") return Kind::token_embd;
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  // attn_qkv and attn_kv_b count as attn_v (they hold V); a fused QKV is checked before attn_v as llama.cpp does
+  if (has("attn_qkv.weight") || has("attn_kv_b.weight") || has("attn_v.weight")) return Kind::attn_v;
+  if (has("attn_k.weight")) return Kind::attn_k;
+  if (has("attn_q.weight")) return Kind::other;
+  if (has("attn_output.weight")) return Kind::attn_output;
+  if (has("ffn_up") || has("ffn_gate")) return Kind::other;  // checked before ffn_down, as llama.cpp does
+  if (has("ffn_down")) return Kind::ffn_down;
+  return Kind::other;
+}
+
+// The N of "blk.N." (as sscanf reads it), -1 otherwise.
+int layer_of(const std::string& name) {
+  int layer = -1;
+  if (std::sscanf(name.c_str(), "blk.%d.", &layer) != 1) return -1;
+  return layer;
+}
+
+bool more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// llama.cpp's LLM_TYPE_70B, the one model size its rules name.
+bool llama_70b(const MixtureModel& m) {
+  if (m.arch == "llama") return m.experts != 8 && m.layers == 80 && m.heads != m.kv_heads;
+  if (m.arch == "qwen2" || m.arch == "olmo" || m.arch == "deci") return m.layers == 80;
+  return m.arch == "jais2" && m.layers == 68;
+}
+
+struct Counters {
+  int64_t attn_v = 0, attn_v_total = 0, ffn_down = 0;
+  bool tied = true;
+};
+
+// One tensor's type under mixture `f` (llama_tensor_get_type_impl for the file types above).
+Q mixture_type(const TensorPolicy& p, const MixtureModel& m, const MixtureTensor& t, Kind kind, Counters& c) {
+  const FileMixture& f = *p.mixture;
+  const bool falcon = m.arch == "falcon", moe8 = m.experts == 8;
+  // The layer of a per-layer tensor: read from the name in a MoE (llama.cpp: experts are not in layer order),
+  // counted otherwise.
+  auto layer = [&](int64_t counter) -> int64_t {
+    if (m.experts <= 1) return counter;
+    const int i = layer_of(t.name);
+    if (i < 0 || i >= m.layers)
+      throw ArgumentError("quantize --type " + std::string(f.name) + ": tensor '" + t.name + "': expected blk.<layer "
+                          "below " + std::to_string(m.layers) + ">. in its name (the mixture's rules read the layer)");
+    return i;
+  };
+  if (kind == Kind::output || (kind == Kind::token_embd && c.tied)) {
+    if (p.output_type) return *p.output_type;  // a tied embedding follows --output-tensor-type
+    const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
+    const int64_t block = int64_t(quant_type_info(uint32_t(f.main))->block_elems);
+    return falcon || cols % block != 0 ? Q::Q8_0 : Q::Q6_K;
+  }
+  if (kind == Kind::token_embd) return f.main;
+  if (kind == Kind::attn_v) {
+    const int64_t i = c.attn_v++;
+    Q type = f.main;
+    const bool gqa4 = m.kv_heads > 0 && m.heads / m.kv_heads >= 4;
+    switch (f.attn_v) {
+      case Bump::gqa_four: type = gqa4 ? f.attn_v_type : type; break;
+      case Bump::more_bits: type = more_bits(i, c.attn_v_total) ? f.attn_v_type : type; break;
+      case Bump::first_four: type = i < 4 ? f.attn_v_type : type; break;
+      default: break;
+    }
+    if (llama_70b(m) && type == Q::Q4_K) type = Q::Q5_K;  // 8 query heads share each V: cheap to widen
+    return moe8 ? Q::Q8_0 : type;
+  }
+  if (kind == Kind::attn_k) return moe8 ? Q::Q8_0 : f.main;
+  if (kind == Kind::ffn_down) {
+    const int64_t i = layer(c.ffn_down++), n = m.layers;
+    if (falcon && f.file_type == 15)  // Q4_K_M
+      return i < n / 16 ? Q::Q6_K : more_bits(i, n) ? Q::Q5_K : Q::Q4_K;
+    switch (f.ffn_down) {
+      case Bump::more_bits: return more_bits(i, n) ? f.ffn_down_type : f.main;
+      case Bump::first_eighth: return i < n / 8 && !falcon ? f.ffn_down_type : f.main;
+      case Bump::first_eighth_no_importance: return i < n / 8 && !m.importance ? f.ffn_down_type : f.main;
+      default: return f.main;
+    }
+  }
+  if (kind == Kind::attn_output && moe8 && !falcon && f.moe8_attn_output) return Q::Q5_K;
+  return f.main;
+}
+
+}  // namespace
+
+const FileMixture* find_file_mixture(const std::string& name, const std::string& what) {
+  const std::string u = upper(name);
+  for (const FileMixture& f : kMixtures)
+    if (u == f.name) return &f;
+  for (std::string_view n : kWithoutRules)
+    if (u == n)
+      throw ArgumentError(what + ": '" + name + "' (llama-quantize's Q2_K_S, Q3_K_S, Q3_K_M and Q3_K_L mixtures) is "
+                          "not written yet; --type Q2_K / Q3_K put every matrix in that type");
+  return nullptr;
+}
+
+void set_file_type(TensorPolicy& p, const std::string& name, const std::string& what) {
+  p.mixture = find_file_mixture(name, what);
+  if (p.mixture) {
+    p.type = p.mixture->main;
+    return;
+  }
+  try {
+    p.type = parse_quant_type(name, what);
+  } catch (const ArgumentError& e) {
+    std::string mixtures;
+    for (const FileMixture& f : kMixtures) mixtures += (mixtures.empty() ? "" : ", ") + std::string(f.name);
+    std::string msg = e.what();
+    if (!msg.empty() && msg.back() == ')') msg.pop_back();
+    throw ArgumentError(msg + "; or a mixture: " + mixtures + ")");
+  }
+}
+
+MixtureModel mixture_model(const std::string& arch, const MetadataInt& get, bool importance) {
+  MixtureModel m;
+  m.arch = arch;
+  m.layers = get(arch + ".block_count").value_or(0);
+  m.experts = get(arch + ".expert_count").value_or(0);
+  m.heads = get(arch + ".attention.head_count").value_or(0);
+  m.kv_heads = get(arch + ".attention.head_count_kv").value_or(m.heads);
+  m.importance = importance;
+  return m;
+}
+
+std::map<std::string, QuantType> resolve_mixture(const TensorPolicy& p, const MixtureModel& m,
+                                                 const std::vector<MixtureTensor>& tensors) {
+  std::map<std::string, QuantType> out;
+  if (!p.mixture || p.pure) return out;
+  Counters c;
+  for (const MixtureTensor& t : tensors) {
+    c.attn_v_total += kind_of(t.name) == Kind::attn_v;
+    c.tied = c.tied && t.name != "output.weight";
+  }
+  // llama.cpp's order (its loader's map): by layer (-1 outside blocks), then by name
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::vector<int> layers(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) layers[i] = layer_of(tensors[i].name);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return layers[a] != layers[b] ? layers[a] < layers[b] : tensors[a].name < tensors[b].name;
+  });
+  for (size_t i : order) {
+    const MixtureTensor& t = tensors[i];
+    if (!t.chosen || (!t.shape.empty() && t.shape.size() < 2) || overridden(p, t.name)) continue;
+    out[t.name] = mixture_type(p, m, t, kind_of(t.name), c);
+  }
+  return out;
+}
+
+}  // namespace attnzoo

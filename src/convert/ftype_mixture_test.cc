@@ -1,0 +1,139 @@
+// llama-quantize's mixtures, case by case (the whole-file comparison with llama.cpp's own rules and with
+// llama-quantize is python/tests/test_quantize_mixtures.py).
+#include "convert/ftype_mixture.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace attnzoo {
+namespace {
+
+using Q = QuantType;
+
+// A Llama-shaped tensor list of `layers` blocks (rows of 256), listed in an order llama.cpp does not use.
+std::vector<MixtureTensor> llama_tensors(int layers, bool tied) {
+  std::vector<MixtureTensor> t;
+  for (int i = layers - 1; i >= 0; --i)
+    for (const char* n : {"ffn_up", "ffn_down", "attn_v", "attn_q", "attn_k", "attn_output", "attn_norm"})
+      t.push_back({"blk." + std::to_string(i) + "." + n + ".weight",
+                   n == std::string("attn_norm") ? std::vector<int64_t>{256} : std::vector<int64_t>{256, 256}});
+  t.push_back({"token_embd.weight", {320, 256}});
+  if (!tied) t.push_back({"output.weight", {320, 256}});
+  return t;
+}
+
+TensorPolicy mixture(const std::string& name) {
+  TensorPolicy p;
+  set_file_type(p, name, "--type");
+  return p;
+}
+
+std::string blk(int i, const char* n) { return "blk." + std::to_string(i) + "." + n + ".weight"; }
+
+TEST(FtypeMixture, Q4KMRaisesAttnVAndFfnDownWhereMoreBits) {
+  TensorPolicy p = mixture("q4_k_m");
+  ASSERT_NE(p.mixture, nullptr);
+  EXPECT_EQ(p.type, Q::Q4_K);
+  EXPECT_EQ(llama_file_type(p), 15u);
+  const MixtureModel m{"llama", 16, 0, 8, 2, false};
+  p.mixture_types = resolve_mixture(p, m, llama_tensors(16, false));
+  // use_more_bits(i, 16): i < 2, i >= 14, (i - 2) % 3 == 2 -> 0 1 4 7 10 13 14 15
+  for (int i = 0; i < 16; ++i) {
+    const bool more = i < 2 || i >= 14 || (i - 2) % 3 == 2;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "attn_v"), {256, 256}, Q::F32), more ? Q::Q6_K : Q::Q4_K) << i;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "ffn_down"), {256, 256}, Q::F32), more ? Q::Q6_K : Q::Q4_K) << i;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "attn_k"), {256, 256}, Q::F32), Q::Q4_K);
+  }
+  EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 256}, Q::F32), Q::Q6_K);
+  EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 256}, Q::F32), Q::Q4_K);  // untied: the main type
+  EXPECT_EQ(choose_tensor_type(p, blk(0, "attn_norm"), {256}, Q::F32), Q::F32);
+  EXPECT_EQ(choose_tensor_type(p, blk(0, "attn_v"), {256, 128}, Q::F32), Q::Q8_0);  // Q6_K's fallback
+}
+
+TEST(FtypeMixture, TiedEmbeddingTakesTheHeadsType) {
+  TensorPolicy p = mixture("Q5_K_S");
+  p.mixture_types = resolve_mixture(p, {"llama", 4, 0, 4, 4, false}, llama_tensors(4, true));
+  EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 256}, Q::F32), Q::Q6_K);
+  EXPECT_EQ(choose_tensor_type(p, blk(0, "ffn_down"), {256, 256}, Q::F32), Q::Q5_K);
+  EXPECT_EQ(llama_file_type(p), 16u);
+  p.output_type = Q::Q8_0;  // a tied embedding follows --output-tensor-type
+  p.mixture_types = resolve_mixture(p, {"llama", 4, 0, 4, 4, false}, llama_tensors(4, true));
+  EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 256}, Q::F32), Q::Q8_0);
+}
+
+TEST(FtypeMixture, Q4KSFirstFourAttnVAndFirstEighthFfnDown) {
+  TensorPolicy p = mixture("Q4_K_S");
+  p.mixture_types = resolve_mixture(p, {"llama", 16, 0, 4, 4, false}, llama_tensors(16, false));
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "attn_v"), {256, 256}, Q::F32), i < 4 ? Q::Q5_K : Q::Q4_K) << i;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "ffn_down"), {256, 256}, Q::F32), i < 2 ? Q::Q5_K : Q::Q4_K) << i;
+  }
+  // an override decides its tensor and is not counted: the first four are then layers 1 to 4
+  p.tensor_types = {{"blk\\.0\\.attn_v", Q::Q8_0}};
+  p.mixture_types = resolve_mixture(p, {"llama", 16, 0, 4, 4, false}, llama_tensors(16, false));
+  EXPECT_EQ(choose_tensor_type(p, blk(0, "attn_v"), {256, 256}, Q::F32), Q::Q8_0);
+  EXPECT_EQ(choose_tensor_type(p, blk(4, "attn_v"), {256, 256}, Q::F32), Q::Q5_K);
+  EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_v"), {256, 256}, Q::F32), Q::Q4_K);
+}
+
+TEST(FtypeMixture, Iq4BumpsNeedGqaFourAndNoImportance) {
+  for (const char* name : {"IQ4_NL", "iq4_xs"}) {
+    TensorPolicy p = mixture(name);
+    const Q main = p.type;
+    p.mixture_types = resolve_mixture(p, {"llama", 16, 0, 8, 2, false}, llama_tensors(16, false));
+    EXPECT_EQ(choose_tensor_type(p, blk(9, "attn_v"), {256, 256}, Q::F32), Q::Q5_K);
+    EXPECT_EQ(choose_tensor_type(p, blk(1, "ffn_down"), {256, 256}, Q::F32), Q::Q5_K);
+    EXPECT_EQ(choose_tensor_type(p, blk(2, "ffn_down"), {256, 256}, Q::F32), main);
+    p.mixture_types = resolve_mixture(p, {"llama", 16, 0, 8, 4, true}, llama_tensors(16, false));
+    EXPECT_EQ(choose_tensor_type(p, blk(9, "attn_v"), {256, 256}, Q::F32), main);  // GQA 2
+    EXPECT_EQ(choose_tensor_type(p, blk(1, "ffn_down"), {256, 256}, Q::F32), main);  // with an imatrix
+    p.pure = true;  // llama-quantize's --pure: the head too
+    EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 256}, Q::F32), main);
+  }
+}
+
+TEST(FtypeMixture, EightExpertsReadTheLayerFromTheName) {
+  TensorPolicy p = mixture("Q4_K_M");
+  std::vector<MixtureTensor> t = llama_tensors(8, false);
+  for (int i = 0; i < 8; ++i) t.push_back({blk(i, "ffn_down_exps"), {8, 256, 256}});
+  p.mixture_types = resolve_mixture(p, {"llama", 8, 8, 4, 4, false}, t);
+  EXPECT_EQ(choose_tensor_type(p, blk(3, "attn_v"), {256, 256}, Q::F32), Q::Q8_0);
+  EXPECT_EQ(choose_tensor_type(p, blk(3, "attn_k"), {256, 256}, Q::F32), Q::Q8_0);
+  EXPECT_EQ(choose_tensor_type(p, blk(3, "attn_output"), {256, 256}, Q::F32), Q::Q5_K);
+  // use_more_bits(i, 8): 0 3 6 7, per name, for the dense and the expert ffn_down alike
+  for (int i = 0; i < 8; ++i) {
+    const Q want = (i == 0 || i == 3 || i >= 6) ? Q::Q6_K : Q::Q4_K;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "ffn_down_exps"), {8, 256, 256}, Q::F32), want) << i;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "ffn_down"), {256, 256}, Q::F32), want) << i;
+  }
+  t.push_back({"ffn_down_extra.weight", {256, 256}});
+  EXPECT_THROW(resolve_mixture(p, {"llama", 8, 8, 4, 4, false}, t), ArgumentError);
+}
+
+TEST(FtypeMixture, NamesAndRefusals) {
+  TensorPolicy p;
+  set_file_type(p, "q6_k", "--type");
+  EXPECT_EQ(p.mixture, nullptr);
+  EXPECT_EQ(p.type, Q::Q6_K);
+  for (const char* name : {"Q3_K_M", "q2_k_s", "Q3_K_L"}) {
+    try {
+      set_file_type(p, name, "--type");
+      ADD_FAILURE() << name;
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("mixtures) is not written yet"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    set_file_type(p, "Q4_K_X", "--type");
+    ADD_FAILURE();
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("or a mixture: Q4_K_S, Q4_K_M"), std::string::npos) << e.what();
+  }
+  // a mixture's type for a tensor its list did not hold is a bug, said so
+  TensorPolicy q = mixture("Q5_K_M");
+  EXPECT_THROW(choose_tensor_type(q, blk(0, "ffn_up"), {256, 256}, Q::F32), std::logic_error);
+}
+
+}  // namespace
+}  // namespace attnzoo
