@@ -68,6 +68,11 @@ SCHEMAS = {
         "answer": {"type": "string"}}},
     "array_of_objects": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
         "id": {"type": "integer"}, "label": {"enum": ["x", "y"]}}, "required": ["id", "label"]}},
+    "bounded_numbers": {"type": "object", "properties": {
+        "n": {"type": "integer", "minimum": -13, "exclusiveMaximum": 40, "multipleOf": 3},
+        "x": {"type": "number", "exclusiveMinimum": -0.5, "maximum": 2.25},
+        "r": {"type": "array", "items": {"type": ["integer", "null"], "minimum": 100}, "maxItems": 3}},
+        "required": ["n", "x"]},
     "const_union": {"anyOf": [{"const": "on"}, {"const": "off"}, {"type": "integer"}, {"enum": [True]}]},
 }
 
@@ -137,6 +142,13 @@ def valid(v, s, root):
             return False
     if isinstance(v, str) and not s.get("minLength", 0) <= len(v) <= s.get("maxLength", len(v)):
         return False
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        checks = {"minimum": v >= s.get("minimum", v), "maximum": v <= s.get("maximum", v),
+                  "exclusiveMinimum": "exclusiveMinimum" not in s or v > s["exclusiveMinimum"],
+                  "exclusiveMaximum": "exclusiveMaximum" not in s or v < s["exclusiveMaximum"],
+                  "multipleOf": "multipleOf" not in s or v % s["multipleOf"] == 0}
+        if not all(checks.values()):
+            return False
     return True
 
 
@@ -197,6 +209,11 @@ def gen(schema, root, rng, depth=0):
         return "[" + ws(rng) + ("," + ws(rng)).join(items) + "]"
     if t == "string":
         return gen_string(rng, s.get("minLength", 0), s.get("maxLength", 8))
+    if t in ("integer", "number") and any(k in s for k in ("minimum", "maximum", "exclusiveMinimum",
+                                                           "exclusiveMaximum", "multipleOf")):
+        texts = [str(v) for v in range(-200, 200)] + ["-0.49", "2.25", "0.000", "-0", "1.5"]
+        texts = [x for x in texts if (t == "number" or "." not in x) and valid(json.loads(x), s, root)]
+        return rng.choice(texts)
     if t == "integer":
         return str(rng.choice([0, 7, -13, 2 ** 40]))
     if t == "number":
@@ -291,7 +308,7 @@ def test_mutated_documents(name):
 BAD = [
     ({"type": "string", "pattern": "^a"}, '"pattern"', "#"),
     ({"properties": {"d": {"type": "string", "format": "date"}}}, '"format"', "#/properties/d"),
-    ({"type": "integer", "maximum": 3}, '"maximum"', "#"),
+    ({"type": "number", "multipleOf": 3}, "multipleOf", "#/multipleOf"),
     ({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}, "additionalProperties",
      "#/additionalProperties"),
     ({"anyOf": [{"type": "object"}, {"type": "object", "properties": {"a": {}}}]}, "begin with", "#"),

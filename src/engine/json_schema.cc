@@ -25,7 +25,8 @@ constexpr std::string_view kAnnotations[] = {"title",    "description", "default
 constexpr std::string_view kKeywords[] = {"type",     "properties", "required", "additionalProperties",
                                           "items",    "minItems",   "maxItems", "minLength",
                                           "maxLength", "enum",      "const",    "anyOf",
-                                          "oneOf",    "$ref"};
+                                          "oneOf",    "$ref",     "minimum",  "maximum",
+                                          "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
 constexpr std::string_view kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
 bool one_of(std::string_view k, std::span<const std::string_view> set) {
@@ -193,7 +194,7 @@ class Compiler {
       if (!one_of(k, kAnnotations) && !one_of(k, kKeywords))
         refuse(pointer, "\"" + k + "\" is not supported (supported: type, properties, required, "
                         "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, "
-                        "oneOf, $ref)");
+                        "oneOf, $ref, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf)");
     if (const Value* r = s.find("$ref")) {
       only_annotations_beside(s, "$ref", pointer);
       return {{}, {ref(*r, child_pointer(pointer, "$ref"))}};
@@ -234,6 +235,9 @@ class Compiler {
       if (s.find("properties") || s.find("required") || s.find("additionalProperties")) types.push_back("object");
       if (s.find("items") || s.find("minItems") || s.find("maxItems")) types.push_back("array");
       if (s.find("minLength") || s.find("maxLength")) types.push_back("string");
+      if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
+                      [&](const char* k) { return s.find(k) != nullptr; }))
+        types.push_back(s.find("multipleOf") ? "integer" : "number");
       if (types.empty()) return {{}, {any()}};
     }
     // "number" takes every "integer" too: one node, or the first byte could not tell them apart.
@@ -261,6 +265,12 @@ class Compiler {
       n.max = count_field(s, "maxLength", pointer, JsonSchema::kUnbounded);
     } else if (type == "number" || type == "integer") {
       n.kind = type == "number" ? Kind::number : Kind::integer;
+      if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
+                      [&](const char* k) { return s.find(k) != nullptr; })) {
+        if (g_->number_bounds.size() >= kNone - 1) refuse("", "too many bounded numbers");
+        g_->number_bounds.push_back(parse_number_bounds(s, pointer, n.kind == Kind::integer));
+        n.bounds = uint16_t(g_->number_bounds.size() - 1);
+      }
     } else {
       return literal(type == "boolean" ? std::vector<std::string>{"true", "false"} : std::vector<std::string>{"null"});
     }

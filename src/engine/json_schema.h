@@ -19,6 +19,10 @@
 //                   schemas, "number" and "integer") are refused.
 //   $ref            "#" or a JSON pointer into the document ("#/$defs/X", "#/definitions/X"); recursion is bounded
 //                   by kMaxDepth (32) nesting levels (a required self-reference is refused).
+//   minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, draft 6 on); multipleOf (integers): enforced
+//                   as the digits are written (engine/json_number_bounds.h). A bounded integer stays within int64; a
+//                   bounded number has no exponent, and its bounds at most 12 decimals and magnitude below 1e18.
+//                   A range no value lies in is refused.
 //   Annotations (title, description, default, examples, $comment, $schema, $id, deprecated, readOnly, writeOnly)
 //   are accepted and change nothing. `integer` is written without a fraction or exponent.
 // Keys and enum strings are written as json.dumps(ensure_ascii=False) writes them (no needless escapes), so a
@@ -29,6 +33,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "engine/json_number_bounds.h"
 
 namespace attnzoo {
 
@@ -53,6 +59,7 @@ struct JsonSchema {
     // A tagged union's object (engine/json_schema_union.h): once its one property's literal closes with terminal
     // t, the object goes on as node variants[first_variant + t].
     uint32_t first_variant = 0, num_variants = 0;
+    uint16_t bounds = kNone;  // number / integer: into number_bounds
   };
   struct Property {
     uint16_t value;  // its value's position
@@ -75,6 +82,7 @@ struct JsonSchema {
   std::vector<Property> properties;
   std::vector<TrieNode> trie;
   std::vector<uint16_t> variants;
+  std::vector<NumberBounds> number_bounds;
   std::vector<uint16_t> node_need, position_need;  // nesting levels a value needs at least (containers count one)
   uint16_t root = 0;                                // the document's position
 

@@ -11,15 +11,38 @@ using Kind = JsonSchema::Kind;
 }  // namespace
 
 bool JsonSchemaRecognizer::complete() const {
-  // A top-level integer "0" is the one value that may not go on but has no last byte of its own.
-  return mode_ == Mode::done || (depth_ == 0 && mode_ == Mode::zero && node(want_).kind == Kind::integer);
+  if (mode_ == Mode::done) return true;
+  // A top-level number has no last byte of its own: it is whole when it may end and no byte may extend it (an
+  // integer "0", or a bounded one that more digits would leave the range of).
+  if (depth_ != 0 || mode_ < Mode::minus || mode_ > Mode::exponent_digits || !can_end()) return false;
+  for (uint8_t b : std::string_view("0123456789.eE")) {
+    JsonSchemaRecognizer next = *this;
+    if (next.push(b)) return false;
+  }
+  return true;
+}
+
+bool JsonSchemaRecognizer::number_holds() const {
+  const uint16_t b = node(want_).bounds;
+  return b == JsonSchema::kNone || schema_->number_bounds[b].holds(num_);
+}
+
+bool JsonSchemaRecognizer::bounded_number_byte(uint8_t b, Mode m) {
+  using Stage = NumberBounds::Stage;
+  const NumberBounds& bounds = schema_->number_bounds[node(want_).bounds];
+  if (is_digit(b)) number_digit(num_, m == Mode::fraction, uint8_t(b - '0'), bounds);
+  const Stage stage = m == Mode::minus ? Stage::minus
+                      : m == Mode::dot ? Stage::dot
+                      : m == Mode::fraction ? Stage::fraction
+                                            : Stage::whole;
+  return bounds.viable(num_, stage, m == Mode::zero);
 }
 
 bool JsonSchemaRecognizer::can_end() const {
   if (mode_ == Mode::done) return true;
   if (depth_ != 0) return false;
   if (mode_ >= Mode::minus && mode_ <= Mode::exponent_digits)
-    return number_may_end(Number(uint8_t(mode_) - uint8_t(Mode::minus)));
+    return number_may_end(Number(uint8_t(mode_) - uint8_t(Mode::minus))) && number_holds();
   return mode_ == Mode::literal && schema_->trie[lit_].terminal >= 0;
 }
 
@@ -77,7 +100,10 @@ bool JsonSchemaRecognizer::begin_value(uint8_t b) {
     case Kind::integer:
       want_ = id;
       mode_ = b == '-' ? Mode::minus : b == '0' ? Mode::zero : Mode::integer;
-      return true;
+      if (n.bounds == JsonSchema::kNone) return true;
+      num_ = {};
+      num_.negative = b == '-';
+      return bounded_number_byte(b, mode_);
     case Kind::literal:
       lit_ = n.trie;
       mode_ = Mode::literal;
@@ -262,9 +288,14 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
         // A number's modes are json_lexeme::Number's states in order: they convert by an offset.
         static_assert(uint8_t(Mode::exponent_digits) - uint8_t(Mode::minus) == uint8_t(Number::exponent_digits));
         Number n = Number(uint8_t(m) - uint8_t(Mode::minus));
+        const bool bounded = node(want_).bounds != JsonSchema::kNone;
+        if (bounded && (b == 'e' || b == 'E')) break;  // no exponent beside bounds
         switch (number_byte(n, b, integer_only)) {
-          case NumberStep::kept: mode_ = Mode(uint8_t(Mode::minus) + uint8_t(n)), ok = true; break;
-          case NumberStep::ended: ok = after_scalar(b); break;
+          case NumberStep::kept:
+            mode_ = Mode(uint8_t(Mode::minus) + uint8_t(n));
+            ok = !bounded || bounded_number_byte(b, mode_);
+            break;
+          case NumberStep::ended: ok = number_holds() && after_scalar(b); break;
           case NumberStep::refused: break;
         }
         break;

@@ -1,7 +1,7 @@
 #pragma once
 // A byte-at-a-time recognizer of one JSON document that validates against a compiled schema (engine/json_schema.h):
 // JsonRecognizer's pushdown automaton, with each open object / array a 4-byte frame naming its schema node (and the
-// next property it may write, or its item count), so the whole state is a fixed 168 bytes that structured outputs
+// next property it may write, or its item count), so the whole state is a fixed 192 bytes that structured outputs
 // copies per vocabulary trie edge (engine/json_constraint.h).
 //
 // push(b) accepts b iff the bytes so far, b included, are still a prefix of some document that validates, within
@@ -90,11 +90,15 @@ class JsonSchemaRecognizer {
   bool end_value();
   bool after_scalar(uint8_t byte);  // the byte after a number / literal that could have gone on
   bool whitespace();
+  // A bounded number's byte (kept by json_lexeme's grammar, now in mode m): some completion still in range?
+  bool bounded_number_byte(uint8_t byte, Mode m);
+  bool number_holds() const;  // the number so far, ended here, meets its bounds (true when it has none)
   uint64_t keys_from(const Frame& f) const;  // the properties the object may write next
 
   const JsonSchema* schema_;
   std::array<Frame, kMaxDepth> frames_;
   uint64_t keys_ = 0;
+  NumberSoFar num_;  // a bounded number's digits (engine/json_number_bounds.h)
   uint32_t lit_ = 0, len_ = 0;
   uint16_t want_;
   uint8_t depth_ = 0, aux_ = 0, lo_ = 0, hi_ = 0, ws_ = 0;
