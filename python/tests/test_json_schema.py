@@ -307,7 +307,7 @@ def test_mutated_documents(name):
 
 BAD = [
     ({"type": "string", "pattern": "^a"}, '"pattern"', "#"),
-    ({"properties": {"d": {"type": "string", "format": "date"}}}, '"format"', "#/properties/d"),
+    ({"properties": {"d": {"type": "string", "format": "hostname"}}}, '"hostname"', "#/properties/d/format"),
     ({"type": "number", "multipleOf": 3}, "multipleOf", "#/multipleOf"),
     ({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}, "additionalProperties",
      "#/additionalProperties"),

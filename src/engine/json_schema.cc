@@ -26,7 +26,7 @@ constexpr std::string_view kKeywords[] = {"type",     "properties", "required", 
                                           "items",    "minItems",   "maxItems", "minLength",
                                           "maxLength", "enum",      "const",    "anyOf",
                                           "oneOf",    "$ref",     "minimum",  "maximum",
-                                          "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
+                                          "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format"};
 constexpr std::string_view kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
 bool one_of(std::string_view k, std::span<const std::string_view> set) {
@@ -194,7 +194,7 @@ class Compiler {
       if (!one_of(k, kAnnotations) && !one_of(k, kKeywords))
         refuse(pointer, "\"" + k + "\" is not supported (supported: type, properties, required, "
                         "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, "
-                        "oneOf, $ref, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf)");
+                        "oneOf, $ref, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf, format)");
     if (const Value* r = s.find("$ref")) {
       only_annotations_beside(s, "$ref", pointer);
       return {{}, {ref(*r, child_pointer(pointer, "$ref"))}};
@@ -234,7 +234,7 @@ class Compiler {
     if (types.empty()) {
       if (s.find("properties") || s.find("required") || s.find("additionalProperties")) types.push_back("object");
       if (s.find("items") || s.find("minItems") || s.find("maxItems")) types.push_back("array");
-      if (s.find("minLength") || s.find("maxLength")) types.push_back("string");
+      if (s.find("minLength") || s.find("maxLength") || s.find("format")) types.push_back("string");
       if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
                       [&](const char* k) { return s.find(k) != nullptr; }))
         types.push_back(s.find("multipleOf") ? "integer" : "number");
@@ -263,6 +263,16 @@ class Compiler {
       n.kind = Kind::string;
       n.min = count_field(s, "minLength", pointer, 0);
       n.max = count_field(s, "maxLength", pointer, JsonSchema::kUnbounded);
+      if (const Value* f = s.find("format")) {
+        const std::string at = child_pointer(pointer, "format");
+        if (!f->is_string()) refuse(at, "format must be a string");
+        n.format = string_format(f->as_string());
+        if (n.format == StringFormat::none)
+          refuse(at, "format \"" + f->as_string() + "\" is not supported (supported: " +
+                         std::string(kStringFormats) + ")");
+        if (s.find("minLength") || s.find("maxLength"))
+          refuse(pointer, "minLength / maxLength beside format is not supported");
+      }
     } else if (type == "number" || type == "integer") {
       n.kind = type == "number" ? Kind::number : Kind::integer;
       if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),

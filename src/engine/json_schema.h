@@ -23,6 +23,9 @@
 //                   as the digits are written (engine/json_number_bounds.h). A bounded integer stays within int64; a
 //                   bounded number has no exponent, and its bounds at most 12 decimals and magnitude below 1e18.
 //                   A range no value lies in is refused.
+//   format          on a string: date, time, date-time, uuid, ipv4, email, duration (engine/json_string_format.h
+//                   says exactly which texts), written without escapes; not beside minLength / maxLength. Other
+//                   names are refused; on other types format means nothing (as JSON Schema has it) and is ignored.
 //   Annotations (title, description, default, examples, $comment, $schema, $id, deprecated, readOnly, writeOnly)
 //   are accepted and change nothing. `integer` is written without a fraction or exponent.
 // Keys and enum strings are written as json.dumps(ensure_ascii=False) writes them (no needless escapes), so a
@@ -35,6 +38,7 @@
 #include <vector>
 
 #include "engine/json_number_bounds.h"
+#include "engine/json_string_format.h"
 
 namespace attnzoo {
 
@@ -60,6 +64,7 @@ struct JsonSchema {
     // t, the object goes on as node variants[first_variant + t].
     uint32_t first_variant = 0, num_variants = 0;
     uint16_t bounds = kNone;  // number / integer: into number_bounds
+    StringFormat format = StringFormat::none;  // string
   };
   struct Property {
     uint16_t value;  // its value's position

@@ -10,6 +10,9 @@ using Kind = JsonSchema::Kind;
 
 }  // namespace
 
+// Structured outputs copies the state per vocabulary trie edge: it stays a few cache lines.
+static_assert(sizeof(JsonSchemaRecognizer) <= 192);
+
 bool JsonSchemaRecognizer::complete() const {
   if (mode_ == Mode::done) return true;
   // A top-level number has no last byte of its own: it is whole when it may end and no byte may extend it (an
@@ -94,7 +97,8 @@ bool JsonSchemaRecognizer::begin_value(uint8_t b) {
       return true;
     case Kind::string:
       want_ = id, key_ = false, len_ = 0;
-      mode_ = Mode::string;
+      mode_ = n.format == StringFormat::none ? Mode::string : Mode::formatted;
+      fmt_ = format_start(n.format);
       return true;
     case Kind::number:
     case Kind::integer:
@@ -254,6 +258,10 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
         break;
       }
       case Mode::string: ok = string_byte(b); break;
+      case Mode::formatted:
+        ok = b == '"' ? format_may_end(node(want_).format, fmt_) && end_value()
+                      : format_byte(node(want_).format, fmt_, b);
+        break;
       case Mode::escape:
         switch (escape_byte(b)) {
           case Escape::unicode: mode_ = Mode::unicode, aux_ = 4, ok = true; break;

@@ -57,6 +57,7 @@ class JsonSchemaRecognizer {
     after_value,  // ',' or the innermost container's closer
     array_open,   // after '[': an item or ']'
     string,       // inside a string (node want_, or a map's key when key_)
+    formatted,    // inside a string of node want_'s format: fmt_
     escape,
     unicode,      // after "\u": aux_ hex digits to come
     utf8,         // aux_ continuation bytes to come, the next in [lo_, hi_]
@@ -101,6 +102,7 @@ class JsonSchemaRecognizer {
   NumberSoFar num_;  // a bounded number's digits (engine/json_number_bounds.h)
   uint32_t lit_ = 0, len_ = 0;
   uint16_t want_;
+  FormatSoFar fmt_;  // a formatted string's characters (engine/json_string_format.h)
   uint8_t depth_ = 0, aux_ = 0, lo_ = 0, hi_ = 0, ws_ = 0;
   Mode mode_ = Mode::value;
   bool key_ = false;
