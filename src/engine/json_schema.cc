@@ -26,7 +26,7 @@ constexpr std::string_view kKeywords[] = {"type",     "properties", "required", 
                                           "items",    "minItems",   "maxItems", "minLength",
                                           "maxLength", "enum",      "const",    "anyOf",
                                           "oneOf",    "$ref",     "minimum",  "maximum",
-                                          "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format"};
+                                          "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format",   "allOf",    "prefixItems"};
 constexpr std::string_view kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
 bool one_of(std::string_view k, std::span<const std::string_view> set) {
@@ -194,11 +194,13 @@ class Compiler {
       if (!one_of(k, kAnnotations) && !one_of(k, kKeywords))
         refuse(pointer, "\"" + k + "\" is not supported (supported: type, properties, required, "
                         "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, "
-                        "oneOf, $ref, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf, format)");
+                        "oneOf, $ref, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf, format, allOf, "
+                        "prefixItems)");
     if (const Value* r = s.find("$ref")) {
       only_annotations_beside(s, "$ref", pointer);
       return {{}, {ref(*r, child_pointer(pointer, "$ref"))}};
     }
+    if (const Value* all = s.find("allOf")) return all_of(s, *all, pointer);
     for (const char* alt : {"anyOf", "oneOf"}) {
       const Value* list = s.find(alt);
       if (!list) continue;
@@ -233,7 +235,8 @@ class Compiler {
     if (s.find("enum") || s.find("const")) return {{enumeration(s, pointer, types)}, {}};
     if (types.empty()) {
       if (s.find("properties") || s.find("required") || s.find("additionalProperties")) types.push_back("object");
-      if (s.find("items") || s.find("minItems") || s.find("maxItems")) types.push_back("array");
+      if (s.find("items") || s.find("prefixItems") || s.find("minItems") || s.find("maxItems"))
+        types.push_back("array");
       if (s.find("minLength") || s.find("maxLength") || s.find("format")) types.push_back("string");
       if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
                       [&](const char* k) { return s.find(k) != nullptr; }))
@@ -248,6 +251,28 @@ class Compiler {
     return out;
   }
 
+  // allOf: one schema that constrains the value, beside any that do not (true, {}, annotations only): pydantic
+  // and others wrap a lone $ref so. Intersections of two real schemas are refused.
+  Union all_of(const Value& s, const Value& list, const std::string& pointer) {
+    only_annotations_beside(s, "allOf", pointer);
+    const std::string at = child_pointer(pointer, "allOf");
+    if (!list.is_array() || list.as_array().empty()) refuse(at, "allOf must be a non-empty list");
+    const Value* only = nullptr;
+    std::string only_at;
+    for (size_t i = 0; i < list.as_array().size(); ++i) {
+      const Value& b = list.as_array()[i];
+      const bool idle = (b.is_bool() && b.as_bool()) ||
+                        (b.is_object() && std::all_of(b.as_object().begin(), b.as_object().end(), [](const auto& m) {
+                           return one_of(m.first, kAnnotations);
+                         }));
+      if (idle) continue;
+      if (only) refuse(at, "allOf with more than one schema that constrains the value is not supported");
+      only = &b, only_at = child_pointer(at, std::to_string(i));
+    }
+    if (!only) return {{}, {any()}};
+    return branches(*only, only_at);
+  }
+
   uint16_t typed(const Value& s, const std::string& pointer, const std::string& type) {
     JsonSchema::Node n;
     if (type == "object") return object(s, pointer);
@@ -255,10 +280,25 @@ class Compiler {
       n.kind = Kind::array;
       const Value* items = s.find("items");
       if (items && items->is_array())
-        refuse(child_pointer(pointer, "items"), "items as a list (tuples) is not supported");
-      n.child = items ? position(*items, child_pointer(pointer, "items")) : any();
+        refuse(child_pointer(pointer, "items"), "items as a list (draft 4 tuples) is not supported: use prefixItems");
       n.min = count_field(s, "minItems", pointer, 0);
       n.max = count_field(s, "maxItems", pointer, JsonSchema::kUnbounded);
+      std::vector<const Value*> tuple;  // prefixItems: the first items' own schemas
+      if (const Value* prefix = s.find("prefixItems")) {
+        if (!prefix->is_array()) refuse(child_pointer(pointer, "prefixItems"), "prefixItems must be a list");
+        for (const Value& v : prefix->as_array()) tuple.push_back(&v);
+      }
+      const bool closed = items && items->is_bool() && !items->as_bool();  // no item past the tuple
+      if (closed) n.max = std::min<uint32_t>(n.max, uint32_t(tuple.size()));
+      n.child = items && !closed ? position(*items, child_pointer(pointer, "items")) : any();
+      if (!tuple.empty()) {
+        n.first_property = uint32_t(g_->properties.size());
+        n.num_properties = uint32_t(tuple.size());
+        g_->properties.resize(g_->properties.size() + tuple.size());
+        const std::string at = child_pointer(pointer, "prefixItems");
+        for (size_t i = 0; i < tuple.size(); ++i)
+          g_->properties[n.first_property + i].value = position(*tuple[i], child_pointer(at, std::to_string(i)));
+      }
     } else if (type == "string") {
       n.kind = Kind::string;
       n.min = count_field(s, "minLength", pointer, 0);
@@ -446,7 +486,13 @@ class Compiler {
         const auto& n = g_->nodes[i];
         uint16_t v = 0;
         if (n.kind == Kind::map) v = 1;
-        if (n.kind == Kind::array) v = plus_one(n.min > 0 ? pn[n.child] : 0);
+        if (n.kind == Kind::array) {
+          uint16_t deepest = 0;  // over the items minItems requires: the tuple's own, then `items`
+          for (uint32_t k = 0; k < n.min && k <= n.num_properties; ++k)
+            deepest = std::max(deepest, k < n.num_properties ? pn[g_->properties[n.first_property + k].value]
+                                                             : pn[n.child]);
+          v = plus_one(deepest);
+        }
         if (n.kind == Kind::object) {
           uint16_t deepest = 0;
           for (uint32_t k = 0; k < n.num_properties; ++k)

@@ -11,6 +11,9 @@
 //                   beside `properties`). An object with neither `properties` nor `required` is a map: any keys,
 //                   values of `additionalProperties` (any value when absent or true).
 //   items, minItems, maxItems; minLength, maxLength (characters, as Python's len counts them).
+//   prefixItems     a tuple's first items, each its own schema; later items follow `items` (false: none).
+//   allOf           one schema that constrains the value beside any that do not (true, {}, annotations only), as
+//                   generators wrap a lone $ref; an intersection of two real schemas is refused.
 //   enum, const     any JSON values, written compactly as Python's json.dumps(separators=(",", ":")) writes them;
 //                   with `type` beside them, the values of other types are dropped.
 //   anyOf, oneOf    branches whose first bytes differ (a string or null, an object or an array, ...): the first
@@ -57,7 +60,7 @@ struct JsonSchema {
     Kind kind = Kind::literal;
     uint16_t child = kNone;             // array: the items' position; map: the values' position
     uint32_t min = 0, max = kUnbounded;  // array: items; string: characters
-    uint32_t first_property = 0, num_properties = 0;  // object: into `properties`
+    uint32_t first_property = 0, num_properties = 0;  // object: into `properties`; array: prefixItems' positions
     uint64_t required = 0;              // object: bit i, properties[first_property + i] is required
     uint32_t trie = 0;                  // object: its quoted keys' trie; literal: its values' trie
     // A tagged union's object (engine/json_schema_union.h): once its one property's literal closes with terminal

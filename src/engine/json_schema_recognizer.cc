@@ -197,8 +197,9 @@ bool JsonSchemaRecognizer::next_item() {
   Frame& f = frames_[depth_ - 1];
   const auto& n = node(f.node);
   if (f.count >= n.max) return false;
+  // A tuple's (prefixItems) first items have their own positions; later ones are `items`.
+  want_ = f.count < n.num_properties ? schema_->properties[n.first_property + f.count].value : n.child;
   ++f.count;
-  want_ = n.child;
   return true;
 }
 
