@@ -106,7 +106,7 @@ void number_digit(NumberSoFar& n, bool in_fraction, uint8_t digit, const NumberB
                                                                          : n.whole * 10 + digit;
     return;
   }
-  if (n.fraction_digits < b.scale) n.fraction = n.fraction * 10 + digit;
+  if (n.fraction_digits < b.scale) n.fraction = uint64_t(n.fraction) * 10 + digit;
   else if (digit != 0) n.beyond = true;
   if (n.fraction_digits < 255) ++n.fraction_digits;
 }
@@ -137,12 +137,12 @@ bool NumberBounds::viable(const NumberSoFar& n, Stage stage, bool zero_whole) co
     case Stage::fraction: {
       const int j = n.fraction_digits;
       if (j <= scale) {  // [value, value + 10^-j)
-        const i128 lo = (i128(n.whole) * pow10(scale) + n.fraction * pow10(scale - j)) * 2;
+        const i128 lo = (i128(n.whole) * pow10(scale) + i128(uint64_t(n.fraction)) * pow10(scale - j)) * 2;
         return overlaps(lo, lo + 2 * pow10(scale - j), false, r);
       }
       // Past the bounds' decimals the value sits on a unit or strictly inside the next, where no bound is: that
       // open interval is in range whole or not at all (its midpoint decides).
-      const i128 lo = (i128(n.whole) * pow10(scale) + n.fraction) * 2;
+      const i128 lo = (i128(n.whole) * pow10(scale) + i128(uint64_t(n.fraction))) * 2;
       return n.beyond ? overlaps(lo + 1, lo + 1, true, r) : overlaps(lo, lo + 2, false, r);
     }
   }
@@ -153,7 +153,7 @@ bool NumberBounds::holds(const NumberSoFar& n) const {
   const Range r = magnitudes(*this, n.negative);
   if (integer) return meets_integer(n.whole, n.whole, r, step);
   const int j = n.fraction_digits;
-  i128 v = (i128(n.whole) * pow10(scale) + n.fraction * pow10(j < scale ? scale - j : 0)) * 2;
+  i128 v = (i128(n.whole) * pow10(scale) + i128(uint64_t(n.fraction)) * pow10(j < scale ? scale - j : 0)) * 2;
   if (j > scale && n.beyond) v += 1;
   return overlaps(v, v, true, r);
 }

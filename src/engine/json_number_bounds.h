@@ -19,13 +19,13 @@ namespace json {
 class Value;
 }
 
-// What a recognizer keeps of a bounded number (fixed-size: it is copied per vocabulary trie edge).
+// What a recognizer keeps of a bounded number: 16 bytes, as it is copied per vocabulary trie edge. Start from {}.
 struct NumberSoFar {
-  uint64_t whole = 0;     // the integer part's digits (saturating: past every bound anyway)
-  uint64_t fraction = 0;  // the first `scale` fraction digits
-  uint8_t fraction_digits = 0;  // written so far, saturating at 255 (only <= scale matters beyond `beyond`)
-  bool negative = false;
-  bool beyond = false;  // a non-zero fraction digit past the bounds' scale
+  uint64_t whole;                 // the integer part's digits (saturating: past every bound anyway)
+  uint64_t fraction : 40;         // the first `scale` (<= 12) fraction digits
+  uint64_t fraction_digits : 8;   // written so far, saturating at 255 (past `scale` only `beyond` matters)
+  uint64_t negative : 1;
+  uint64_t beyond : 1;            // a non-zero fraction digit past the bounds' scale
 };
 
 struct NumberBounds {

@@ -11,7 +11,7 @@ using Kind = JsonSchema::Kind;
 }  // namespace
 
 // Structured outputs copies the state per vocabulary trie edge: it stays a few cache lines.
-static_assert(sizeof(JsonSchemaRecognizer) <= 192);
+static_assert(sizeof(JsonSchemaRecognizer) <= 168);
 
 bool JsonSchemaRecognizer::complete() const {
   if (mode_ == Mode::done) return true;
@@ -105,7 +105,7 @@ bool JsonSchemaRecognizer::begin_value(uint8_t b) {
       want_ = id;
       mode_ = b == '-' ? Mode::minus : b == '0' ? Mode::zero : Mode::integer;
       if (n.bounds == JsonSchema::kNone) return true;
-      num_ = {};
+      num_ = NumberSoFar{};
       num_.negative = b == '-';
       return bounded_number_byte(b, mode_);
     case Kind::literal:

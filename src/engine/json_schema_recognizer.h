@@ -1,7 +1,7 @@
 #pragma once
 // A byte-at-a-time recognizer of one JSON document that validates against a compiled schema (engine/json_schema.h):
 // JsonRecognizer's pushdown automaton, with each open object / array a 4-byte frame naming its schema node (and the
-// next property it may write, or its item count), so the whole state is a fixed 192 bytes that structured outputs
+// next property it may write, or its item count), so the whole state is a fixed 168 bytes that structured outputs
 // copies per vocabulary trie edge (engine/json_constraint.h).
 //
 // push(b) accepts b iff the bytes so far, b included, are still a prefix of some document that validates, within
@@ -98,14 +98,18 @@ class JsonSchemaRecognizer {
 
   const JsonSchema* schema_;
   std::array<Frame, kMaxDepth> frames_;
-  uint64_t keys_ = 0;
-  NumberSoFar num_;  // a bounded number's digits (engine/json_number_bounds.h)
+  // What the token under way keeps; never two at once, so they share their bytes (the state stays 168 bytes).
+  union {
+    uint64_t keys_ = 0;  // key_literal: the properties whose key is still possible
+    NumberSoFar num_;    // a bounded number's digits (engine/json_number_bounds.h)
+    FormatSoFar fmt_;    // a formatted string's characters (engine/json_string_format.h)
+  };
   uint32_t lit_ = 0, len_ = 0;
   uint16_t want_;
-  FormatSoFar fmt_;  // a formatted string's characters (engine/json_string_format.h)
-  uint8_t depth_ = 0, aux_ = 0, lo_ = 0, hi_ = 0, ws_ = 0;
+  uint8_t depth_ = 0, aux_ = 0, lo_ = 0, hi_ = 0;
   Mode mode_ = Mode::value;
-  bool key_ = false;
+  uint8_t ws_ : 7 = 0;  // whitespace bytes in a row (at most kMaxWhitespace)
+  bool key_ : 1 = false;
 };
 
 }  // namespace attnzoo

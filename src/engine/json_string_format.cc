@@ -166,7 +166,7 @@ StringFormat string_format(std::string_view name) {
 }
 
 FormatSoFar format_start(StringFormat f) {
-  FormatSoFar s;
+  FormatSoFar s{};
   if (f == StringFormat::time) s.at = kTimeStart;
   return s;
 }

@@ -22,13 +22,14 @@ namespace attnzoo {
 
 enum class StringFormat : uint8_t { none, date, time, date_time, uuid, ipv4, email, duration };
 
-// What a recognizer keeps of a formatted string (fixed-size; copied per vocabulary trie edge).
+// What a recognizer keeps of a formatted string (6 bytes; copied per vocabulary trie edge). Start from
+// format_start.
 struct FormatSoFar {
-  uint16_t wide = 0;  // date: the year; email: the domain's labels; duration: the parts written
-  uint8_t at = 0;     // where in the format (see json_string_format.cc)
-  uint8_t field = 0;  // the current field's value or length
-  uint8_t aux = 0;    // date: the month; email: the length so far; duration: digits in the number
-  uint8_t last = 0;   // the byte before (email, duration)
+  uint16_t wide;  // date: the year; email: the domain's labels; duration: the parts written
+  uint8_t at;     // where in the format (see json_string_format.cc)
+  uint8_t field;  // the current field's value or length
+  uint8_t aux;    // date: the month; email: the length so far; duration: digits in the number
+  uint8_t last;   // the byte before (email)
 };
 
 // `name` as json_schema spells it (StringFormat::none when unknown), and the supported names for messages.
