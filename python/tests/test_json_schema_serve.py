@@ -114,9 +114,10 @@ def test_server_json_schema_completions_chat_and_stream(server):
 
 @needs_cli
 @pytest.mark.parametrize("schema,message", [
-    ({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}},
-     'json_schema at #/properties/when: "format" is not supported'),
-    ({"type": "integer", "minimum": 0}, 'json_schema at #: "minimum" is not supported'),
+    ({"type": "object", "properties": {"when": {"type": "string", "format": "hostname"}}},
+     'json_schema at #/properties/when/format: format "hostname" is not supported'),
+    ({"type": "number", "multipleOf": 0.5}, 'json_schema at #/multipleOf: multipleOf is supported for "integer" only'),
+    ({"type": "integer", "minimum": 5, "maximum": 4}, "json_schema at #: no integer lies in [5, 4]"),
     ({"anyOf": [{"type": "integer"}, {"type": "number"}]}, "begin with"),
     ({"$ref": "#/$defs/missing"}, "points at nothing"),
 ])
