@@ -332,7 +332,7 @@ def test_mutated_documents(name):
 
 
 BAD = [
-    ({"type": "string", "pattern": "^a"}, '"pattern"', "#"),
+    ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#/pattern"),
     ({"properties": {"d": {"type": "string", "format": "hostname"}}}, '"hostname"', "#/properties/d/format"),
     ({"type": "number", "multipleOf": 3}, "multipleOf", "#/multipleOf"),
     ({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}, "additionalProperties",

@@ -26,7 +26,7 @@ constexpr std::string_view kKeywords[] = {"type",     "properties", "required", 
                                           "items",    "minItems",   "maxItems", "minLength",
                                           "maxLength", "enum",      "const",    "anyOf",
                                           "oneOf",    "$ref",     "minimum",  "maximum",
-                                          "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format",   "allOf",    "prefixItems"};
+                                          "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format",   "allOf",    "prefixItems", "pattern"};
 constexpr std::string_view kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
 bool one_of(std::string_view k, std::span<const std::string_view> set) {
@@ -195,7 +195,7 @@ class Compiler {
         refuse(pointer, "\"" + k + "\" is not supported (supported: type, properties, required, "
                         "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, "
                         "oneOf, $ref, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf, format, allOf, "
-                        "prefixItems)");
+                        "prefixItems, pattern)");
     if (const Value* r = s.find("$ref")) {
       only_annotations_beside(s, "$ref", pointer);
       return {{}, {ref(*r, child_pointer(pointer, "$ref"))}};
@@ -237,7 +237,8 @@ class Compiler {
       if (s.find("properties") || s.find("required") || s.find("additionalProperties")) types.push_back("object");
       if (s.find("items") || s.find("prefixItems") || s.find("minItems") || s.find("maxItems"))
         types.push_back("array");
-      if (s.find("minLength") || s.find("maxLength") || s.find("format")) types.push_back("string");
+      if (s.find("minLength") || s.find("maxLength") || s.find("format") || s.find("pattern"))
+        types.push_back("string");
       if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
                       [&](const char* k) { return s.find(k) != nullptr; }))
         types.push_back(s.find("multipleOf") ? "integer" : "number");
@@ -310,8 +311,17 @@ class Compiler {
         if (n.format == StringFormat::none)
           refuse(at, "format \"" + f->as_string() + "\" is not supported (supported: " +
                          std::string(kStringFormats) + ")");
+        if (s.find("minLength") || s.find("maxLength") || s.find("pattern"))
+          refuse(pointer, "minLength / maxLength / pattern beside format is not supported");
+      }
+      if (const Value* re = s.find("pattern")) {
+        const std::string at = child_pointer(pointer, "pattern");
+        if (!re->is_string()) refuse(at, "pattern must be a string");
         if (s.find("minLength") || s.find("maxLength"))
-          refuse(pointer, "minLength / maxLength beside format is not supported");
+          refuse(pointer, "minLength / maxLength beside pattern is not supported");
+        if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
+        g_->patterns.push_back(compile_string_pattern(re->as_string(), at));
+        n.pattern = uint16_t(g_->patterns.size() - 1);
       }
     } else if (type == "number" || type == "integer") {
       n.kind = type == "number" ? Kind::number : Kind::integer;

@@ -29,6 +29,8 @@
 //   format          on a string: date, time, date-time, uuid, ipv4, email, duration (engine/json_string_format.h
 //                   says exactly which texts), written without escapes; not beside minLength / maxLength. Other
 //                   names are refused; on other types format means nothing (as JSON Schema has it) and is ignored.
+//   pattern         on a string: a regular expression subset compiled to a DFA (engine/json_string_pattern.h),
+//                   matching anywhere unless anchored; not beside format / minLength / maxLength.
 //   Annotations (title, description, default, examples, $comment, $schema, $id, deprecated, readOnly, writeOnly)
 //   are accepted and change nothing. `integer` is written without a fraction or exponent.
 // Keys and enum strings are written as json.dumps(ensure_ascii=False) writes them (no needless escapes), so a
@@ -42,6 +44,7 @@
 
 #include "engine/json_number_bounds.h"
 #include "engine/json_string_format.h"
+#include "engine/json_string_pattern.h"
 
 namespace attnzoo {
 
@@ -68,6 +71,7 @@ struct JsonSchema {
     uint32_t first_variant = 0, num_variants = 0;
     uint16_t bounds = kNone;  // number / integer: into number_bounds
     StringFormat format = StringFormat::none;  // string
+    uint16_t pattern = kNone;                  // string: into patterns
   };
   struct Property {
     uint16_t value;  // its value's position
@@ -91,6 +95,7 @@ struct JsonSchema {
   std::vector<TrieNode> trie;
   std::vector<uint16_t> variants;
   std::vector<NumberBounds> number_bounds;
+  std::vector<StringPattern> patterns;
   std::vector<uint16_t> node_need, position_need;  // nesting levels a value needs at least (containers count one)
   uint16_t root = 0;                                // the document's position
 

@@ -97,8 +97,9 @@ bool JsonSchemaRecognizer::begin_value(uint8_t b) {
       return true;
     case Kind::string:
       want_ = id, key_ = false, len_ = 0;
-      mode_ = n.format == StringFormat::none ? Mode::string : Mode::formatted;
+      mode_ = n.format == StringFormat::none && n.pattern == JsonSchema::kNone ? Mode::string : Mode::formatted;
       fmt_ = format_start(n.format);
+      if (n.pattern != JsonSchema::kNone) fmt_.wide = schema_->patterns[n.pattern].start;
       return true;
     case Kind::number:
     case Kind::integer:
@@ -259,10 +260,22 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
         break;
       }
       case Mode::string: ok = string_byte(b); break;
-      case Mode::formatted:
-        ok = b == '"' ? format_may_end(node(want_).format, fmt_) && end_value()
-                      : format_byte(node(want_).format, fmt_, b);
+      case Mode::formatted: {
+        const auto& n = node(want_);
+        if (n.pattern != JsonSchema::kNone) {  // fmt_.wide: the pattern's DFA state
+          const StringPattern& p = schema_->patterns[n.pattern];
+          if (b == '"') {
+            ok = p.accepting[fmt_.wide] && end_value();
+          } else {
+            const uint16_t next = p.next[fmt_.wide][b];
+            ok = next != StringPattern::kDead;
+            if (ok) fmt_.wide = next;
+          }
+          break;
+        }
+        ok = b == '"' ? format_may_end(n.format, fmt_) && end_value() : format_byte(n.format, fmt_, b);
         break;
+      }
       case Mode::escape:
         switch (escape_byte(b)) {
           case Escape::unicode: mode_ = Mode::unicode, aux_ = 4, ok = true; break;

@@ -57,7 +57,7 @@ class JsonSchemaRecognizer {
     after_value,  // ',' or the innermost container's closer
     array_open,   // after '[': an item or ']'
     string,       // inside a string (node want_, or a map's key when key_)
-    formatted,    // inside a string of node want_'s format: fmt_
+    formatted,    // inside a string of node want_'s format or pattern: fmt_
     escape,
     unicode,      // after "\u": aux_ hex digits to come
     utf8,         // aux_ continuation bytes to come, the next in [lo_, hi_]
