@@ -22,11 +22,11 @@ constexpr uint16_t kInfinite = 0xFFFF;
 constexpr std::string_view kAnnotations[] = {"title",    "description", "default",   "examples",
                                              "$comment", "$schema",     "$id",       "deprecated",
                                              "readOnly", "writeOnly",   "$defs",     "definitions"};
-constexpr std::string_view kKeywords[] = {"type",     "properties", "required", "additionalProperties",
-                                          "items",    "minItems",   "maxItems", "minLength",
-                                          "maxLength", "enum",      "const",    "anyOf",
-                                          "oneOf",    "$ref",     "minimum",  "maximum",
-                                          "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "format",   "allOf",    "prefixItems", "pattern"};
+constexpr std::string_view kKeywords[] = {
+    "type",    "properties", "required", "additionalProperties", "items",   "prefixItems",     "minItems",
+    "maxItems", "minLength", "maxLength", "enum",                "const",   "anyOf",           "oneOf",
+    "allOf",   "$ref",       "minimum",  "maximum",              "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "format",  "pattern"};
 constexpr std::string_view kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
 bool one_of(std::string_view k, std::span<const std::string_view> set) {
