@@ -99,6 +99,14 @@ def test_outside_the_subset_is_refused_by_name(pattern, words):
     assert msg.startswith("response_format: json_schema at #/properties/p/pattern:") and words in msg, msg
 
 
+def test_a_schema_of_many_large_patterns_is_refused():
+    big = r"^(a|b)*a(a|b){9}$"  # about 2^10 DFA states
+    _core.check_json_schema(json.dumps({"type": "string", "pattern": big}))
+    schema = {"type": "array", "prefixItems": [{"type": "string", "pattern": "^" + "x" * i + big[1:]} for i in range(20)]}
+    with pytest.raises(ValueError, match=r"#/prefixItems/\d+/pattern: the schema's patterns need more than 16384"):
+        _core.check_json_schema(json.dumps(schema))
+
+
 def test_pattern_beside_lengths_or_format_is_refused():
     for schema in [{"type": "string", "pattern": "a", "maxLength": 3}, {"type": "string", "pattern": "a",
                                                                          "format": "uuid"}]:

@@ -322,6 +322,11 @@ class Compiler {
         if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
         g_->patterns.push_back(compile_string_pattern(re->as_string(), at));
         n.pattern = uint16_t(g_->patterns.size() - 1);
+        // Each DFA state is a 512-byte row: a request's patterns stay within 8 MiB in all.
+        pattern_states_ += g_->patterns.back().next.size();
+        if (pattern_states_ > 8 * StringPattern::kMaxStates)
+          refuse(at, "the schema's patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
+                         " DFA states in all");
       }
     } else if (type == "number" || type == "integer") {
       n.kind = type == "number" ? Kind::number : Kind::integer;
@@ -525,6 +530,7 @@ class Compiler {
   std::vector<std::pair<std::string, std::vector<uint16_t>>> one_of_;  // each oneOf's pointer and branch positions
   std::map<uint16_t, std::vector<std::string>> literal_texts_;
   uint16_t any_ = kNone;
+  size_t pattern_states_ = 0;
 };
 
 }  // namespace
