@@ -68,6 +68,21 @@ SCHEMAS = {
         "answer": {"type": "string"}}},
     "array_of_objects": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
         "id": {"type": "integer"}, "label": {"enum": ["x", "y"]}}, "required": ["id", "label"]}},
+    "bounded_numbers": {"type": "object", "properties": {
+        "n": {"type": "integer", "minimum": -13, "exclusiveMaximum": 40, "multipleOf": 3},
+        "x": {"type": "number", "exclusiveMinimum": -0.5, "maximum": 2.25},
+        "r": {"type": "array", "items": {"type": ["integer", "null"], "minimum": 100}, "maxItems": 3}},
+        "required": ["n", "x"]},
+    "tuples_and_all_of": {"type": "object", "properties": {
+        "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"enum": ["x", "y"]}], "minItems": 2,
+                 "maxItems": 2},
+        "head": {"type": "array", "prefixItems": [{"type": "boolean"}], "items": {"type": "null"}, "maxItems": 3},
+        "closed": {"prefixItems": [{"type": "string"}, {"type": "number"}], "items": False},
+        "wrapped": {"allOf": [{"$ref": "#/$defs/p"}], "description": "a lone $ref, wrapped"},
+        "loose": {"allOf": [True, {"title": "t"}]}},
+        "required": ["pair", "wrapped"],
+        "$defs": {"p": {"type": "object", "properties": {"q": {"type": "integer", "minimum": 0}},
+                        "required": ["q"]}}},
     "const_union": {"anyOf": [{"const": "on"}, {"const": "off"}, {"type": "integer"}, {"enum": [True]}]},
 }
 
@@ -107,6 +122,8 @@ def valid(v, s, root):
         return valid(v, resolve(root, s["$ref"]), root)
     if "anyOf" in s:
         return any(valid(v, b, root) for b in s["anyOf"])
+    if "allOf" in s:
+        return all(valid(v, b, root) for b in s["allOf"])
     if "oneOf" in s:
         return sum(valid(v, b, root) for b in s["oneOf"]) == 1
     if "const" in s and not same(v, s["const"]):
@@ -133,10 +150,18 @@ def valid(v, s, root):
     if isinstance(v, list):
         if len(v) < s.get("minItems", 0) or len(v) > s.get("maxItems", len(v)):
             return False
-        if not all(valid(x, s.get("items", True), root) for x in v):
+        prefix = s.get("prefixItems", [])
+        if not all(valid(x, prefix[i] if i < len(prefix) else s.get("items", True), root) for i, x in enumerate(v)):
             return False
     if isinstance(v, str) and not s.get("minLength", 0) <= len(v) <= s.get("maxLength", len(v)):
         return False
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        checks = {"minimum": v >= s.get("minimum", v), "maximum": v <= s.get("maximum", v),
+                  "exclusiveMinimum": "exclusiveMinimum" not in s or v > s["exclusiveMinimum"],
+                  "exclusiveMaximum": "exclusiveMaximum" not in s or v < s["exclusiveMaximum"],
+                  "multipleOf": "multipleOf" not in s or v % s["multipleOf"] == 0}
+        if not all(checks.values()):
+            return False
     return True
 
 
@@ -174,10 +199,19 @@ def gen(schema, root, rng, depth=0):
         return gen(resolve(root, s["$ref"]), root, rng, depth)
     if "anyOf" in s or "oneOf" in s:
         return gen(rng.choice(s.get("anyOf") or s.get("oneOf")), root, rng, depth)
+    if "allOf" in s:
+        real = [b for b in s["allOf"] if b is not True and not set(b) <= {"title", "description"}]
+        return gen(real[0] if real else True, root, rng, depth)
     if "const" in s or "enum" in s:
         v = s["const"] if "const" in s else rng.choice(s["enum"])
         return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
     types = s.get("type", "object" if "properties" in s or "additionalProperties" in s else "array")
+    if t_is_array(types) and "prefixItems" in s:
+        prefix, extra = s["prefixItems"], s.get("items", True)
+        hi = len(prefix) if extra is False else min(s.get("maxItems", len(prefix) + 2), len(prefix) + 2)
+        n = rng.randint(max(s.get("minItems", 0), 0), max(s.get("minItems", 0), hi))
+        items = [gen(prefix[i] if i < len(prefix) else extra, root, rng, depth + 1) for i in range(n)]
+        return "[" + ws(rng) + ("," + ws(rng)).join(items) + "]"
     t = rng.choice(types) if isinstance(types, list) else types
     if t == "object":
         props, required = s.get("properties"), s.get("required", [])
@@ -197,6 +231,11 @@ def gen(schema, root, rng, depth=0):
         return "[" + ws(rng) + ("," + ws(rng)).join(items) + "]"
     if t == "string":
         return gen_string(rng, s.get("minLength", 0), s.get("maxLength", 8))
+    if t in ("integer", "number") and any(k in s for k in ("minimum", "maximum", "exclusiveMinimum",
+                                                           "exclusiveMaximum", "multipleOf")):
+        texts = [str(v) for v in range(-200, 200)] + ["-0.49", "2.25", "0.000", "-0", "1.5"]
+        texts = [x for x in texts if (t == "number" or "." not in x) and valid(json.loads(x), s, root)]
+        return rng.choice(texts)
     if t == "integer":
         return str(rng.choice([0, 7, -13, 2 ** 40]))
     if t == "number":
@@ -204,6 +243,10 @@ def gen(schema, root, rng, depth=0):
     if t == "boolean":
         return rng.choice(["true", "false"])
     return "null"
+
+
+def t_is_array(types):
+    return types == "array" or types == ["array"]
 
 
 def accepted(schema_text, text):
@@ -289,14 +332,14 @@ def test_mutated_documents(name):
 
 
 BAD = [
-    ({"type": "string", "pattern": "^a"}, '"pattern"', "#"),
-    ({"properties": {"d": {"type": "string", "format": "date"}}}, '"format"', "#/properties/d"),
-    ({"type": "integer", "maximum": 3}, '"maximum"', "#"),
+    ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#/pattern"),
+    ({"properties": {"d": {"type": "string", "format": "hostname"}}}, '"hostname"', "#/properties/d/format"),
+    ({"type": "number", "multipleOf": 3}, "multipleOf", "#/multipleOf"),
     ({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}, "additionalProperties",
      "#/additionalProperties"),
     ({"anyOf": [{"type": "object"}, {"type": "object", "properties": {"a": {}}}]}, "begin with", "#"),
     ({"$ref": "https://example.com/s.json"}, "$ref", "#/$ref"),
-    ({"type": "array", "prefixItems": [{}]}, '"prefixItems"', "#"),
+    ({"allOf": [{"type": "integer"}, {"minimum": 3}]}, "allOf with more than one", "#/allOf"),
 ]
 
 

@@ -60,8 +60,8 @@ def test_json_schema_forms_n_samples_and_errors(llm):
         assert len(out.outputs) == 2
         for o in out.outputs:
             assert _valid(o.text) if o.finish_reason == "stop" else _prefix(o.text), o.text
-    bad = {"type": "json_schema", "json_schema": {"schema": {"type": "string", "pattern": "a+"}}}
-    with pytest.raises(ValueError, match=r'response_format: json_schema at #: "pattern" is not supported'):
+    bad = {"type": "json_schema", "json_schema": {"schema": {"type": "string", "not": {"const": "a"}}}}
+    with pytest.raises(ValueError, match=r'response_format: json_schema at #: "not" is not supported'):
         llm.generate(PROMPT, SamplingParams(response_format=bad))
     with pytest.raises(ValueError, match="response_format"):
         llm.generate(PROMPT, SamplingParams(response_format={"type": "json_schema"}))
@@ -77,8 +77,8 @@ def test_model_generate_takes_response_format(checkpoint):
     batch = model.generate([PROMPT, PROMPT], do_sample=True, temperature=1.0, seed=0, max_new_tokens=160,
                            response_format=FORMAT)
     assert batch[0] == texts[0]  # one prompt alone is the engine's first of a batch
-    with pytest.raises(ValueError, match='"pattern" is not supported'):
-        model.generate(PROMPT, response_format={"type": "json_schema", "schema": {"type": "string", "pattern": "x"}})
+    with pytest.raises(ValueError, match='"not" is not supported'):
+        model.generate(PROMPT, response_format={"type": "json_schema", "schema": {"type": "string", "not": {}}})
     with pytest.raises(ValueError, match="native: response_format runs on the C\\+\\+ engine"):
         model.generate(PROMPT, response_format="json_object", native=False)
 
@@ -114,9 +114,10 @@ def test_server_json_schema_completions_chat_and_stream(server):
 
 @needs_cli
 @pytest.mark.parametrize("schema,message", [
-    ({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}},
-     'json_schema at #/properties/when: "format" is not supported'),
-    ({"type": "integer", "minimum": 0}, 'json_schema at #: "minimum" is not supported'),
+    ({"type": "object", "properties": {"when": {"type": "string", "format": "hostname"}}},
+     'json_schema at #/properties/when/format: format "hostname" is not supported'),
+    ({"type": "number", "multipleOf": 0.5}, 'json_schema at #/multipleOf: multipleOf is supported for "integer" only'),
+    ({"type": "integer", "minimum": 5, "maximum": 4}, "json_schema at #: no integer lies in [5, 4]"),
     ({"anyOf": [{"type": "integer"}, {"type": "number"}]}, "begin with"),
     ({"$ref": "#/$defs/missing"}, "points at nothing"),
 ])

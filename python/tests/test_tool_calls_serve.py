@@ -215,8 +215,8 @@ def test_tool_result_turn_renders_as_transformers(server, checkpoint):
     ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools", "tools[0].function.name"),
     ({"tools": [{"type": "code_interpreter"}]}, "tools", "tools[0]"),
     ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"d": {"type": "string", "format": "date"}}}}}]}, "tools",
-     'tools[0].function.parameters at #/properties/d: "format" is not supported'),
+        "type": "object", "properties": {"d": {"type": "string", "format": "hostname"}}}}}]}, "tools",
+     'tools[0].function.parameters at #/properties/d/format: format "hostname" is not supported'),
     ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice", "nope"),
     ({"tools": TOOLS, "tool_choice": "sometimes"}, "tool_choice", "tool_choice"),
     ({"tool_choice": "required"}, "tool_choice", "needs tools"),

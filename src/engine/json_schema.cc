@@ -22,10 +22,11 @@ constexpr uint16_t kInfinite = 0xFFFF;
 constexpr std::string_view kAnnotations[] = {"title",    "description", "default",   "examples",
                                              "$comment", "$schema",     "$id",       "deprecated",
                                              "readOnly", "writeOnly",   "$defs",     "definitions"};
-constexpr std::string_view kKeywords[] = {"type",     "properties", "required", "additionalProperties",
-                                          "items",    "minItems",   "maxItems", "minLength",
-                                          "maxLength", "enum",      "const",    "anyOf",
-                                          "oneOf",    "$ref"};
+constexpr std::string_view kKeywords[] = {
+    "type",    "properties", "required", "additionalProperties", "items",   "prefixItems",     "minItems",
+    "maxItems", "minLength", "maxLength", "enum",                "const",   "anyOf",           "oneOf",
+    "allOf",   "$ref",       "minimum",  "maximum",              "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "format",  "pattern"};
 constexpr std::string_view kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
 bool one_of(std::string_view k, std::span<const std::string_view> set) {
@@ -193,11 +194,13 @@ class Compiler {
       if (!one_of(k, kAnnotations) && !one_of(k, kKeywords))
         refuse(pointer, "\"" + k + "\" is not supported (supported: type, properties, required, "
                         "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, "
-                        "oneOf, $ref)");
+                        "oneOf, $ref, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf, format, allOf, "
+                        "prefixItems, pattern)");
     if (const Value* r = s.find("$ref")) {
       only_annotations_beside(s, "$ref", pointer);
       return {{}, {ref(*r, child_pointer(pointer, "$ref"))}};
     }
+    if (const Value* all = s.find("allOf")) return all_of(s, *all, pointer);
     for (const char* alt : {"anyOf", "oneOf"}) {
       const Value* list = s.find(alt);
       if (!list) continue;
@@ -232,8 +235,13 @@ class Compiler {
     if (s.find("enum") || s.find("const")) return {{enumeration(s, pointer, types)}, {}};
     if (types.empty()) {
       if (s.find("properties") || s.find("required") || s.find("additionalProperties")) types.push_back("object");
-      if (s.find("items") || s.find("minItems") || s.find("maxItems")) types.push_back("array");
-      if (s.find("minLength") || s.find("maxLength")) types.push_back("string");
+      if (s.find("items") || s.find("prefixItems") || s.find("minItems") || s.find("maxItems"))
+        types.push_back("array");
+      if (s.find("minLength") || s.find("maxLength") || s.find("format") || s.find("pattern"))
+        types.push_back("string");
+      if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
+                      [&](const char* k) { return s.find(k) != nullptr; }))
+        types.push_back(s.find("multipleOf") ? "integer" : "number");
       if (types.empty()) return {{}, {any()}};
     }
     // "number" takes every "integer" too: one node, or the first byte could not tell them apart.
@@ -244,6 +252,28 @@ class Compiler {
     return out;
   }
 
+  // allOf: one schema that constrains the value, beside any that do not (true, {}, annotations only): pydantic
+  // and others wrap a lone $ref so. Intersections of two real schemas are refused.
+  Union all_of(const Value& s, const Value& list, const std::string& pointer) {
+    only_annotations_beside(s, "allOf", pointer);
+    const std::string at = child_pointer(pointer, "allOf");
+    if (!list.is_array() || list.as_array().empty()) refuse(at, "allOf must be a non-empty list");
+    const Value* only = nullptr;
+    std::string only_at;
+    for (size_t i = 0; i < list.as_array().size(); ++i) {
+      const Value& b = list.as_array()[i];
+      const bool idle = (b.is_bool() && b.as_bool()) ||
+                        (b.is_object() && std::all_of(b.as_object().begin(), b.as_object().end(), [](const auto& m) {
+                           return one_of(m.first, kAnnotations);
+                         }));
+      if (idle) continue;
+      if (only) refuse(at, "allOf with more than one schema that constrains the value is not supported");
+      only = &b, only_at = child_pointer(at, std::to_string(i));
+    }
+    if (!only) return {{}, {any()}};
+    return branches(*only, only_at);
+  }
+
   uint16_t typed(const Value& s, const std::string& pointer, const std::string& type) {
     JsonSchema::Node n;
     if (type == "object") return object(s, pointer);
@@ -251,16 +281,61 @@ class Compiler {
       n.kind = Kind::array;
       const Value* items = s.find("items");
       if (items && items->is_array())
-        refuse(child_pointer(pointer, "items"), "items as a list (tuples) is not supported");
-      n.child = items ? position(*items, child_pointer(pointer, "items")) : any();
+        refuse(child_pointer(pointer, "items"), "items as a list (draft 4 tuples) is not supported: use prefixItems");
       n.min = count_field(s, "minItems", pointer, 0);
       n.max = count_field(s, "maxItems", pointer, JsonSchema::kUnbounded);
+      std::vector<const Value*> tuple;  // prefixItems: the first items' own schemas
+      if (const Value* prefix = s.find("prefixItems")) {
+        if (!prefix->is_array()) refuse(child_pointer(pointer, "prefixItems"), "prefixItems must be a list");
+        for (const Value& v : prefix->as_array()) tuple.push_back(&v);
+      }
+      const bool closed = items && items->is_bool() && !items->as_bool();  // no item past the tuple
+      if (closed) n.max = std::min<uint32_t>(n.max, uint32_t(tuple.size()));
+      n.child = items && !closed ? position(*items, child_pointer(pointer, "items")) : any();
+      if (!tuple.empty()) {
+        n.first_property = uint32_t(g_->properties.size());
+        n.num_properties = uint32_t(tuple.size());
+        g_->properties.resize(g_->properties.size() + tuple.size());
+        const std::string at = child_pointer(pointer, "prefixItems");
+        for (size_t i = 0; i < tuple.size(); ++i)
+          g_->properties[n.first_property + i].value = position(*tuple[i], child_pointer(at, std::to_string(i)));
+      }
     } else if (type == "string") {
       n.kind = Kind::string;
       n.min = count_field(s, "minLength", pointer, 0);
       n.max = count_field(s, "maxLength", pointer, JsonSchema::kUnbounded);
+      if (const Value* f = s.find("format")) {
+        const std::string at = child_pointer(pointer, "format");
+        if (!f->is_string()) refuse(at, "format must be a string");
+        n.format = string_format(f->as_string());
+        if (n.format == StringFormat::none)
+          refuse(at, "format \"" + f->as_string() + "\" is not supported (supported: " +
+                         std::string(kStringFormats) + ")");
+        if (s.find("minLength") || s.find("maxLength") || s.find("pattern"))
+          refuse(pointer, "minLength / maxLength / pattern beside format is not supported");
+      }
+      if (const Value* re = s.find("pattern")) {
+        const std::string at = child_pointer(pointer, "pattern");
+        if (!re->is_string()) refuse(at, "pattern must be a string");
+        if (s.find("minLength") || s.find("maxLength"))
+          refuse(pointer, "minLength / maxLength beside pattern is not supported");
+        if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
+        g_->patterns.push_back(compile_string_pattern(re->as_string(), at));
+        n.pattern = uint16_t(g_->patterns.size() - 1);
+        // Each DFA state is a 512-byte row: a request's patterns stay within 8 MiB in all.
+        pattern_states_ += g_->patterns.back().next.size();
+        if (pattern_states_ > 8 * StringPattern::kMaxStates)
+          refuse(at, "the schema's patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
+                         " DFA states in all");
+      }
     } else if (type == "number" || type == "integer") {
       n.kind = type == "number" ? Kind::number : Kind::integer;
+      if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
+                      [&](const char* k) { return s.find(k) != nullptr; })) {
+        if (g_->number_bounds.size() >= kNone - 1) refuse("", "too many bounded numbers");
+        g_->number_bounds.push_back(parse_number_bounds(s, pointer, n.kind == Kind::integer));
+        n.bounds = uint16_t(g_->number_bounds.size() - 1);
+      }
     } else {
       return literal(type == "boolean" ? std::vector<std::string>{"true", "false"} : std::vector<std::string>{"null"});
     }
@@ -426,7 +501,13 @@ class Compiler {
         const auto& n = g_->nodes[i];
         uint16_t v = 0;
         if (n.kind == Kind::map) v = 1;
-        if (n.kind == Kind::array) v = plus_one(n.min > 0 ? pn[n.child] : 0);
+        if (n.kind == Kind::array) {
+          uint16_t deepest = 0;  // over the items minItems requires: the tuple's own, then `items`
+          for (uint32_t k = 0; k < n.min && k <= n.num_properties; ++k)
+            deepest = std::max(deepest, k < n.num_properties ? pn[g_->properties[n.first_property + k].value]
+                                                             : pn[n.child]);
+          v = plus_one(deepest);
+        }
         if (n.kind == Kind::object) {
           uint16_t deepest = 0;
           for (uint32_t k = 0; k < n.num_properties; ++k)
@@ -449,6 +530,7 @@ class Compiler {
   std::vector<std::pair<std::string, std::vector<uint16_t>>> one_of_;  // each oneOf's pointer and branch positions
   std::map<uint16_t, std::vector<std::string>> literal_texts_;
   uint16_t any_ = kNone;
+  size_t pattern_states_ = 0;
 };
 
 }  // namespace

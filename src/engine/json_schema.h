@@ -11,6 +11,9 @@
 //                   beside `properties`). An object with neither `properties` nor `required` is a map: any keys,
 //                   values of `additionalProperties` (any value when absent or true).
 //   items, minItems, maxItems; minLength, maxLength (characters, as Python's len counts them).
+//   prefixItems     a tuple's first items, each its own schema; later items follow `items` (false: none).
+//   allOf           one schema that constrains the value beside any that do not (true, {}, annotations only), as
+//                   generators wrap a lone $ref; an intersection of two real schemas is refused.
 //   enum, const     any JSON values, written compactly as Python's json.dumps(separators=(",", ":")) writes them;
 //                   with `type` beside them, the values of other types are dropped.
 //   anyOf, oneOf    branches whose first bytes differ (a string or null, an object or an array, ...): the first
@@ -19,6 +22,15 @@
 //                   schemas, "number" and "integer") are refused.
 //   $ref            "#" or a JSON pointer into the document ("#/$defs/X", "#/definitions/X"); recursion is bounded
 //                   by kMaxDepth (32) nesting levels (a required self-reference is refused).
+//   minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, draft 6 on); multipleOf (integers): enforced
+//                   as the digits are written (engine/json_number_bounds.h). A bounded integer stays within int64; a
+//                   bounded number has no exponent, and its bounds at most 12 decimals and magnitude below 1e18.
+//                   A range no value lies in is refused.
+//   format          on a string: date, time, date-time, uuid, ipv4, email, duration (engine/json_string_format.h
+//                   says exactly which texts), written without escapes; not beside minLength / maxLength. Other
+//                   names are refused; on other types format means nothing (as JSON Schema has it) and is ignored.
+//   pattern         on a string: a regular expression subset compiled to a DFA (engine/json_string_pattern.h),
+//                   matching anywhere unless anchored; not beside format / minLength / maxLength.
 //   Annotations (title, description, default, examples, $comment, $schema, $id, deprecated, readOnly, writeOnly)
 //   are accepted and change nothing. `integer` is written without a fraction or exponent.
 // Keys and enum strings are written as json.dumps(ensure_ascii=False) writes them (no needless escapes), so a
@@ -29,6 +41,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "engine/json_number_bounds.h"
+#include "engine/json_string_format.h"
+#include "engine/json_string_pattern.h"
 
 namespace attnzoo {
 
@@ -47,12 +63,15 @@ struct JsonSchema {
     Kind kind = Kind::literal;
     uint16_t child = kNone;             // array: the items' position; map: the values' position
     uint32_t min = 0, max = kUnbounded;  // array: items; string: characters
-    uint32_t first_property = 0, num_properties = 0;  // object: into `properties`
+    uint32_t first_property = 0, num_properties = 0;  // object: into `properties`; array: prefixItems' positions
     uint64_t required = 0;              // object: bit i, properties[first_property + i] is required
     uint32_t trie = 0;                  // object: its quoted keys' trie; literal: its values' trie
     // A tagged union's object (engine/json_schema_union.h): once its one property's literal closes with terminal
     // t, the object goes on as node variants[first_variant + t].
     uint32_t first_variant = 0, num_variants = 0;
+    uint16_t bounds = kNone;  // number / integer: into number_bounds
+    StringFormat format = StringFormat::none;  // string
+    uint16_t pattern = kNone;                  // string: into patterns
   };
   struct Property {
     uint16_t value;  // its value's position
@@ -75,6 +94,8 @@ struct JsonSchema {
   std::vector<Property> properties;
   std::vector<TrieNode> trie;
   std::vector<uint16_t> variants;
+  std::vector<NumberBounds> number_bounds;
+  std::vector<StringPattern> patterns;
   std::vector<uint16_t> node_need, position_need;  // nesting levels a value needs at least (containers count one)
   uint16_t root = 0;                                // the document's position
 

@@ -10,16 +10,42 @@ using Kind = JsonSchema::Kind;
 
 }  // namespace
 
+// Structured outputs copies the state per vocabulary trie edge: it stays a few cache lines.
+static_assert(sizeof(JsonSchemaRecognizer) <= 168);
+
 bool JsonSchemaRecognizer::complete() const {
-  // A top-level integer "0" is the one value that may not go on but has no last byte of its own.
-  return mode_ == Mode::done || (depth_ == 0 && mode_ == Mode::zero && node(want_).kind == Kind::integer);
+  if (mode_ == Mode::done) return true;
+  // A top-level number has no last byte of its own: it is whole when it may end and no byte may extend it (an
+  // integer "0", or a bounded one that more digits would leave the range of).
+  if (depth_ != 0 || mode_ < Mode::minus || mode_ > Mode::exponent_digits || !can_end()) return false;
+  for (uint8_t b : std::string_view("0123456789.eE")) {
+    JsonSchemaRecognizer next = *this;
+    if (next.push(b)) return false;
+  }
+  return true;
+}
+
+bool JsonSchemaRecognizer::number_holds() const {
+  const uint16_t b = node(want_).bounds;
+  return b == JsonSchema::kNone || schema_->number_bounds[b].holds(num_);
+}
+
+bool JsonSchemaRecognizer::bounded_number_byte(uint8_t b, Mode m) {
+  using Stage = NumberBounds::Stage;
+  const NumberBounds& bounds = schema_->number_bounds[node(want_).bounds];
+  if (is_digit(b)) number_digit(num_, m == Mode::fraction, uint8_t(b - '0'), bounds);
+  const Stage stage = m == Mode::minus ? Stage::minus
+                      : m == Mode::dot ? Stage::dot
+                      : m == Mode::fraction ? Stage::fraction
+                                            : Stage::whole;
+  return bounds.viable(num_, stage, m == Mode::zero);
 }
 
 bool JsonSchemaRecognizer::can_end() const {
   if (mode_ == Mode::done) return true;
   if (depth_ != 0) return false;
   if (mode_ >= Mode::minus && mode_ <= Mode::exponent_digits)
-    return number_may_end(Number(uint8_t(mode_) - uint8_t(Mode::minus)));
+    return number_may_end(Number(uint8_t(mode_) - uint8_t(Mode::minus))) && number_holds();
   return mode_ == Mode::literal && schema_->trie[lit_].terminal >= 0;
 }
 
@@ -71,13 +97,18 @@ bool JsonSchemaRecognizer::begin_value(uint8_t b) {
       return true;
     case Kind::string:
       want_ = id, key_ = false, len_ = 0;
-      mode_ = Mode::string;
+      mode_ = n.format == StringFormat::none && n.pattern == JsonSchema::kNone ? Mode::string : Mode::formatted;
+      fmt_ = format_start(n.format);
+      if (n.pattern != JsonSchema::kNone) fmt_.wide = schema_->patterns[n.pattern].start;
       return true;
     case Kind::number:
     case Kind::integer:
       want_ = id;
       mode_ = b == '-' ? Mode::minus : b == '0' ? Mode::zero : Mode::integer;
-      return true;
+      if (n.bounds == JsonSchema::kNone) return true;
+      num_ = NumberSoFar{};
+      num_.negative = b == '-';
+      return bounded_number_byte(b, mode_);
     case Kind::literal:
       lit_ = n.trie;
       mode_ = Mode::literal;
@@ -167,8 +198,9 @@ bool JsonSchemaRecognizer::next_item() {
   Frame& f = frames_[depth_ - 1];
   const auto& n = node(f.node);
   if (f.count >= n.max) return false;
+  // A tuple's (prefixItems) first items have their own positions; later ones are `items`.
+  want_ = f.count < n.num_properties ? schema_->properties[n.first_property + f.count].value : n.child;
   ++f.count;
-  want_ = n.child;
   return true;
 }
 
@@ -228,6 +260,22 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
         break;
       }
       case Mode::string: ok = string_byte(b); break;
+      case Mode::formatted: {
+        const auto& n = node(want_);
+        if (n.pattern != JsonSchema::kNone) {  // fmt_.wide: the pattern's DFA state
+          const StringPattern& p = schema_->patterns[n.pattern];
+          if (b == '"') {
+            ok = p.accepting[fmt_.wide] && end_value();
+          } else {
+            const uint16_t next = p.next[fmt_.wide][b];
+            ok = next != StringPattern::kDead;
+            if (ok) fmt_.wide = next;
+          }
+          break;
+        }
+        ok = b == '"' ? format_may_end(n.format, fmt_) && end_value() : format_byte(n.format, fmt_, b);
+        break;
+      }
       case Mode::escape:
         switch (escape_byte(b)) {
           case Escape::unicode: mode_ = Mode::unicode, aux_ = 4, ok = true; break;
@@ -262,9 +310,14 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
         // A number's modes are json_lexeme::Number's states in order: they convert by an offset.
         static_assert(uint8_t(Mode::exponent_digits) - uint8_t(Mode::minus) == uint8_t(Number::exponent_digits));
         Number n = Number(uint8_t(m) - uint8_t(Mode::minus));
+        const bool bounded = node(want_).bounds != JsonSchema::kNone;
+        if (bounded && (b == 'e' || b == 'E')) break;  // no exponent beside bounds
         switch (number_byte(n, b, integer_only)) {
-          case NumberStep::kept: mode_ = Mode(uint8_t(Mode::minus) + uint8_t(n)), ok = true; break;
-          case NumberStep::ended: ok = after_scalar(b); break;
+          case NumberStep::kept:
+            mode_ = Mode(uint8_t(Mode::minus) + uint8_t(n));
+            ok = !bounded || bounded_number_byte(b, mode_);
+            break;
+          case NumberStep::ended: ok = number_holds() && after_scalar(b); break;
           case NumberStep::refused: break;
         }
         break;

@@ -57,6 +57,7 @@ class JsonSchemaRecognizer {
     after_value,  // ',' or the innermost container's closer
     array_open,   // after '[': an item or ']'
     string,       // inside a string (node want_, or a map's key when key_)
+    formatted,    // inside a string of node want_'s format or pattern: fmt_
     escape,
     unicode,      // after "\u": aux_ hex digits to come
     utf8,         // aux_ continuation bytes to come, the next in [lo_, hi_]
@@ -90,16 +91,25 @@ class JsonSchemaRecognizer {
   bool end_value();
   bool after_scalar(uint8_t byte);  // the byte after a number / literal that could have gone on
   bool whitespace();
+  // A bounded number's byte (kept by json_lexeme's grammar, now in mode m): some completion still in range?
+  bool bounded_number_byte(uint8_t byte, Mode m);
+  bool number_holds() const;  // the number so far, ended here, meets its bounds (true when it has none)
   uint64_t keys_from(const Frame& f) const;  // the properties the object may write next
 
   const JsonSchema* schema_;
   std::array<Frame, kMaxDepth> frames_;
-  uint64_t keys_ = 0;
+  // What the token under way keeps; never two at once, so they share their bytes (the state stays 168 bytes).
+  union {
+    uint64_t keys_ = 0;  // key_literal: the properties whose key is still possible
+    NumberSoFar num_;    // a bounded number's digits (engine/json_number_bounds.h)
+    FormatSoFar fmt_;    // a formatted string's characters (engine/json_string_format.h)
+  };
   uint32_t lit_ = 0, len_ = 0;
   uint16_t want_;
-  uint8_t depth_ = 0, aux_ = 0, lo_ = 0, hi_ = 0, ws_ = 0;
+  uint8_t depth_ = 0, aux_ = 0, lo_ = 0, hi_ = 0;
   Mode mode_ = Mode::value;
-  bool key_ = false;
+  uint8_t ws_ : 7 = 0;  // whitespace bytes in a row (at most kMaxWhitespace)
+  bool key_ : 1 = false;
 };
 
 }  // namespace attnzoo

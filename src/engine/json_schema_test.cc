@@ -157,9 +157,12 @@ void expect_refused(const std::string& schema, const std::string& keyword, const
 }
 
 TEST(JsonSchema, KeywordsOutsideTheSubsetAreRefusedByNameAndPointer) {
-  expect_refused(R"({"properties": {"a/b": {"type": "string", "pattern": "x"}}})", "\"pattern\"", "#/properties/a~1b");
-  expect_refused(R"({"type": "string", "format": "date"})", "\"format\"", "#");
-  expect_refused(R"({"type": "number", "minimum": 0})", "\"minimum\"", "#");
+  expect_refused(R"j({"properties": {"a/b": {"type": "string", "pattern": "(?=x)"}}})j", "lookarounds",
+                 "#/properties/a~1b/pattern");
+  expect_refused(R"({"type": "string", "format": "hostname"})", "\"hostname\"", "#/format");
+  expect_refused(R"({"type": "number", "multipleOf": 0.5})", "multipleOf", "#/multipleOf");
+  expect_refused(R"({"properties": {"n": {"type": "integer", "minimum": 5, "maximum": 4}}})", "no integer lies",
+                 "#/properties/n");
   expect_refused(R"({"type": "array", "items": [{}]})", "tuples", "#/items");
   expect_refused(R"({"properties": {"a": {}}, "additionalProperties": true})", "additionalProperties",
                  "#/additionalProperties");

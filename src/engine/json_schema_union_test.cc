@@ -95,3 +95,21 @@ TEST(TaggedUnion, RefusesWhatIsNotATaggedUnion) {
 
 }  // namespace
 }  // namespace attnzoo
+
+namespace attnzoo {
+namespace {
+
+// Each branch's numeric bounds come along, renumbered: the second branch's range is its own, not the first's.
+TEST(TaggedUnion, BranchesKeepTheirNumericBounds) {
+  const auto u = tagged_union(
+      {call("a", R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 10, "maximum": 19}}})"),
+       call("b", R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": -5, "maximum": -1}},
+                     "required": ["n"]})")});
+  EXPECT_TRUE(run(*u, R"({"name":"a","arguments":{"n":15}})").second);
+  EXPECT_EQ(run(*u, R"({"name":"a","arguments":{"n":25}})").first, 29u);  // "2" is refused
+  EXPECT_TRUE(run(*u, R"({"name":"b","arguments":{"n":-3}})").second);
+  EXPECT_EQ(run(*u, R"({"name":"b","arguments":{"n":15}})").first, 29u);  // "1" is refused
+}
+
+}  // namespace
+}  // namespace attnzoo

@@ -140,8 +140,8 @@ TEST(ToolFields, RefusalsNameTheField) {
   EXPECT_NE(fields_error(R"({"tools": [{"type": "function", "function": {"name": "a b"}}]})").find("function.name"),
             std::string::npos);
   EXPECT_NE(fields_error(R"({"tools": [{"type": "function", "function": {"name": "a", "parameters":
-      {"type": "object", "properties": {"x": {"type": "string", "pattern": "a"}}}}}]})")
-                .find("tools[0].function.parameters at #/properties/x: \"pattern\" is not supported"),
+      {"type": "object", "properties": {"x": {"type": "string", "not": {}}}}}}]})")
+                .find("tools[0].function.parameters at #/properties/x: \"not\" is not supported"),
             std::string::npos);
   EXPECT_NE(fields_error(R"({"tools": [{"type": "function", "function": {"name": "a"}},
                                        {"type": "function", "function": {"name": "a"}}]})")

@@ -27,9 +27,25 @@ SCHEMA = {"type": "object", "properties": {
 DOC = {"name": "The quick brown fox, \u00e9t\u00e9 2024", "age": 31, "tags": ["quick", "lazy"],
        "bio": "jumps over the lazy dog", "pet": {"kind": "fox"}}
 
+# What pydantic writes for bounds, formats, patterns and tuples: numbers and formatted / patterned strings are
+# walked byte by byte (no string-plain shortcut inside them).
+TYPED_SCHEMA = {"type": "object", "properties": {
+    "id": {"type": "string", "format": "uuid"},
+    "at": {"type": "string", "format": "date-time"},
+    "host": {"type": "string", "format": "ipv4"},
+    "sku": {"type": "string", "pattern": "^[A-Z]{3}-\\d{4}$"},
+    "count": {"type": "integer", "minimum": 1, "maximum": 1000},
+    "score": {"type": "number", "exclusiveMinimum": 0, "maximum": 100},
+    "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "minItems": 2,
+             "maxItems": 2}},
+    "required": ["id", "at", "host", "sku", "count", "score", "pair"]}
+TYPED_DOC = {"id": "123e4567-e89b-12d3-a456-426614174000", "at": "2024-02-29T23:59:01.25Z", "host": "10.0.0.255",
+             "sku": "FOX-2024", "count": 731, "score": 99.125, "pair": [3, "fox"]}
+
 CASES = (
     ("json_object", "", json.dumps(DOC)),
     ("json_schema", json.dumps(SCHEMA), json.dumps(DOC)),
+    ("json_schema_typed", json.dumps(TYPED_SCHEMA), json.dumps(TYPED_DOC)),
 )
 
 
