@@ -1,7 +1,6 @@
 #include "convert/gguf_requantize.h"
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -47,12 +46,7 @@ std::map<std::string, std::vector<ImportanceSlice>> place_importance(const GgufF
     out[tensor].push_back({(start - t.data) / row, bytes / row, w});
   };
   for (const GgufHfTensor& h : gguf_hf_tensors(f)) {
-    auto it = by_name.find(h.hf_name);
-    // A Qwen3-Next file whose attn_qkv and attn_gate differ in type shows them apart (in_proj_qkv, in_proj_z):
-    // both read the input channels of the checkpoint's in_proj_qkvz.
-    for (const char* part : {".in_proj_qkv.weight", ".in_proj_z.weight"})
-      if (it == by_name.end() && h.hf_name.ends_with(part))
-        it = by_name.find(h.hf_name.substr(0, h.hf_name.size() - std::strlen(part)) + ".in_proj_qkvz.weight");
+    const auto it = by_name.find(h.hf_name);
     if (it == by_name.end()) continue;
     if (h.fix == GgufFix::none || h.fix == GgufFix::unpermute_rope_rows || h.fix == GgufFix::subtract_one) {
       place(h.gguf_name, h.data, h.bytes, it->second);
