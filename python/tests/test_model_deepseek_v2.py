@@ -5,6 +5,10 @@ token-by-token decode over paged blocks (pieces of 1 and 7 take the absorbed MLA
 prefill one), greedy continuation, ragged batches; and the F32 `deepseek2` GGUF that
 `attnzoo quantize` writes for it (the converter's names, kv_b_proj split into attn_k_b / attn_v_b), loading with the
 same logits."""
+import glob
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -89,3 +93,45 @@ def test_gguf_missing_half_of_kv_b_is_named(case, tmp_path):
     path = str(tmp_path / "no_v_b.gguf")
     deepseek_gguf.write_converter_gguf(ref, m.directory, path, drop=("blk.1.attn_v_b.weight",))
     edits.expect_load_error(path, r"blk\.1\.attn_v_b\.weight")
+
+
+def _type_of(path, name):
+    import gguf
+    return next(t.tensor_type.name for t in gguf.GGUFReader(path).tensors if t.name == name)
+
+
+def _relative_error(path, ids, want):
+    return np.sqrt(np.mean((Model.load(path).forward(ids) - want) ** 2)) / want.std()
+
+
+def test_gguf_kv_b_halves_in_two_types(case, tmp_path):
+    """attn_k_b and attn_v_b in different types (llama-quantize's mixtures give attn_k_b's rows of qk_nope a
+    fallback type that attn_v_b's rows of kv_lora_rank need not take): kv_b_proj is joined from each half read in
+    its own type, and the logits stay near the f32 model's."""
+    import attnzoo
+    kind, ref, m, ids, want = case
+    path = str(tmp_path / "mixed.gguf")
+    attnzoo.quantize(m.directory, path, type="Q8_0", tensor_types={"attn_k_b": "F16"})
+    assert (_type_of(path, "blk.1.attn_k_b.weight"), _type_of(path, "blk.1.attn_v_b.weight")) == ("F16", "Q8_0")
+    err = _relative_error(path, ids, want)
+    assert err < 0.05, err  # measured 0.018 and 0.025
+
+
+def test_llama_quantize_q4_k_m_file(case, tmp_path):
+    """llama-quantize's own Q4_K_M of the converter's file (attn_k_b's rows of 16 F16, attn_v_b's of 32 Q5_0)
+    loads; the bound is test_quantize_mixtures.py's for 4-bit files."""
+    import deepseek_gguf
+    cache = os.environ.get("ATTNZOO_LLAMA_CACHE", os.path.expanduser("~/.cache/attnzoo/llama.cpp"))
+    tool = sorted(glob.glob(os.path.join(cache, "build-*", "bin", "llama-quantize")))
+    if not tool:
+        pytest.skip(f"llama-quantize not built under {cache}/build-*/bin (scripts/build_llama_bench.sh builds it)")
+    kind, ref, m, ids, want = case
+    if ref.config.q_lora_rank is None:  # the converter writes no q_lora_rank then; llama-quantize requires it
+        pytest.skip("llama-quantize refuses a deepseek2 file without deepseek2.attention.q_lora_rank")
+    src, out = str(tmp_path / "f32.gguf"), str(tmp_path / "q4_k_m.gguf")
+    deepseek_gguf.write_converter_gguf(ref, m.directory, src)
+    r = subprocess.run([tool[-1], src, out, "Q4_K_M", "2"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _type_of(out, "blk.1.attn_k_b.weight") != _type_of(out, "blk.1.attn_v_b.weight")
+    err = _relative_error(out, ids, want)
+    assert err < 0.5, err  # measured 0.11

@@ -208,3 +208,26 @@ def test_wrapper_without_text_config_is_named(case, tmp_path):
                        timeout=300)
     assert r.returncode != 0 and arch + " needs a text_config" in r.stderr, r.stderr
     assert not os.path.exists(out)
+
+
+def test_llama_quantize_q4_k_m_file_loads(case, tmp_path):
+    """llama-quantize's own Q4_K_M of the converter's file: attn_qkv raised (an attn_v) above attn_gate, and the
+    MoE's ffn_gate_inp_shexp written 1-D (ggml drops trailing 1s); it loads and its logits stay near the f32
+    model's (test_quantize_mixtures.py's bound for the Qwen3-Next hybrid)."""
+    import glob
+    cache = os.environ.get("ATTNZOO_LLAMA_CACHE", os.path.expanduser("~/.cache/attnzoo/llama.cpp"))
+    tool = sorted(glob.glob(os.path.join(cache, "build-*", "bin", "llama-quantize")))
+    if not tool:
+        pytest.skip(f"llama-quantize not built under {cache}/build-*/bin (scripts/build_llama_bench.sh builds it)")
+    kind, _, ref_path, ids, want, _ = case
+    out = str(tmp_path / "q4_k_m.gguf")
+    r = subprocess.run([tool[-1], ref_path, out, "Q4_K_M", "2"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = _tensors(out)
+    assert any(t.tensor_type != got[n.replace("attn_qkv", "attn_gate")].tensor_type
+               for n, t in got.items() if n.endswith("attn_qkv.weight"))
+    if kind == "moe":
+        shexp = [t for n, t in got.items() if n.endswith("ffn_gate_inp_shexp.weight")]
+        assert shexp and all(len(t.shape) == 1 for t in shexp)
+    err = np.sqrt(np.mean((Model.load(out).forward(ids) - want) ** 2)) / want.std()
+    assert err < 1.0, err  # measured 0.45 (dense), 0.34 (moe)

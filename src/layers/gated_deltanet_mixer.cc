@@ -26,6 +26,14 @@ std::vector<ProjectionRun> qwen3_next_in_proj_runs(const GatedDeltaNetConfig& c)
   return runs;
 }
 
+std::vector<ProjectionRun> qwen3_next_split_in_proj_runs(const GatedDeltaNetConfig& c) {
+  const int64_t H = c.num_k_heads, r = c.num_v_heads / c.num_k_heads;
+  std::vector<ProjectionRun> runs = {{0, 0, c.conv_dim()}, {1, 0, c.value_dim()}};
+  for (int64_t h = 0; h < H; ++h) runs.push_back({2, h * 2 * r, r});      // b
+  for (int64_t h = 0; h < H; ++h) runs.push_back({2, h * 2 * r + r, r});  // a
+  return runs;
+}
+
 std::vector<ProjectionRun> qwen3_5_in_proj_runs(const GatedDeltaNetConfig& c) {
   return {{0, 0, c.conv_dim()}, {1, 0, c.value_dim()}, {2, 0, c.num_v_heads}, {3, 0, c.num_v_heads}};
 }

@@ -137,6 +137,55 @@ TEST(GatedDeltaNetMixer, SplitSourcesRegroupedPerTokenMatchOneFusedProjection) {
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5 * (1 + std::fabs(b[i]))) << i;
 }
 
+TEST(GatedDeltaNetMixer, QkvAndZApartMatchQwen3NextsFusedQkvz) {
+  // A GGUF whose attn_qkv and attn_gate differ in type: in_proj_qkvz's rows split as the converter splits them
+  // ([all q; all k; all v] and [all z], key head by key head) and read beside in_proj_ba must give the fused
+  // projection's outputs.
+  MixerFixture f;
+  const auto& c = f.c;
+  const int64_t Hd = c.hidden, nk = c.num_k_heads, K = c.head_k_dim, vz = c.value_dim() / nk;
+  const int64_t group = 2 * K + 2 * vz;
+  HostTensor qkvz(DType::f32, {c.conv_dim() + c.value_dim(), Hd}, 31, 0.2f), ba(DType::f32, {2 * c.num_v_heads, Hd}, 32, 0.2f);
+  HostTensor qkv(DType::f32, {c.conv_dim(), Hd}, 0, 0.f), z(DType::f32, {c.value_dim(), Hd}, 0, 0.f);
+  auto take = [&](HostTensor& dst, int64_t& row, int64_t first, int64_t n) {
+    std::copy_n(qkvz.view.ptr<float>() + first * Hd, n * Hd, dst.view.ptr<float>() + row * Hd);
+    row += n;
+  };
+  int64_t qr = 0, zr = 0;
+  for (int64_t h = 0; h < nk; ++h) take(qkv, qr, h * group, K);            // q
+  for (int64_t h = 0; h < nk; ++h) take(qkv, qr, h * group + K, K);        // k
+  for (int64_t h = 0; h < nk; ++h) take(qkv, qr, h * group + 2 * K, vz);   // v
+  for (int64_t h = 0; h < nk; ++h) take(z, zr, h * group + 2 * K + vz, vz);
+  ASSERT_EQ(qr, c.conv_dim());
+  ASSERT_EQ(zr, c.value_dim());
+  auto build = [&](bool apart) {
+    GatedDeltaNetWeights w;
+    if (apart) {
+      w.in_proj.push_back(Linear::from_weights(qkv.view, {}, "qkv"));
+      w.in_proj.push_back(Linear::from_weights(z.view, {}, "z"));
+      w.in_proj.push_back(Linear::from_weights(ba.view, {}, "ba"));
+      w.in_proj_runs = qwen3_next_split_in_proj_runs(c);
+    } else {
+      w.in_proj.push_back(Linear::from_weights(qkvz.view, {}, "qkvz"));
+      w.in_proj.push_back(Linear::from_weights(ba.view, {}, "ba"));
+      w.in_proj_runs = qwen3_next_in_proj_runs(c);
+    }
+    w.out_proj = Linear::from_weights(f.out.view, {}, "out");
+    w.conv_weight = f.conv.view;
+    w.A_log = f.A_log.view;
+    w.dt_bias = f.dt.view;
+    w.norm_weight = f.norm.view;
+    return GatedDeltaNetMixer(c, std::move(w), "mixer");
+  };
+  HostTensor x(DType::f32, {40, Hd}, 33);
+  const auto a = testing::run_mixer_pieces(build(true), x.view.ptr<float>(), Hd, {39, 1});
+  const auto b = testing::run_mixer_pieces(build(false), x.view.ptr<float>(), Hd, {39, 1});
+  double scale = 0;
+  for (float v : b) scale = std::max(scale, double(std::fabs(v)));
+  ASSERT_GT(scale, 1e-3);
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6 * (1 + std::fabs(b[i]))) << i;
+}
+
 TEST(GatedDeltaNetMixer, RejectsBadWeightsNamingThem) {
   MixerFixture f;
   f.c.num_v_heads = 3;  // not a multiple of the key heads

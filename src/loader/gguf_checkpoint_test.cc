@@ -294,6 +294,39 @@ TEST(GgufCheckpoint, HybridEditsAreUndone) {
             std::string::npos);
 }
 
+TEST(GgufCheckpoint, Qwen3NextQkvAndGateOfTwoTypesStayApart) {
+  // llama-quantize's mixtures raise attn_qkv and not attn_gate: rows of two types cannot be gathered into one
+  // in_proj_qkvz, so each comes under its own name, as stored (the layer runs them as two projections).
+  GgufSpec s = qwen3next_spec();
+  Bytes gate_bf16;
+  for (float v : {10.f, 10.f, 11.f, 11.f}) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    put<uint16_t>(gate_bf16, uint16_t(bits >> 16));
+  }
+  s.tensors[5].type = 30;  // BF16
+  s.tensors[5].data = gate_bf16;
+  ScratchDir dir;
+  const ModelFiles m = open_spec(dir, s);
+  EXPECT_FALSE(m.has("model.layers.0.linear_attn.in_proj_qkvz.weight"));
+  const TensorView qkv = m.tensor("model.layers.0.linear_attn.in_proj_qkv.weight");
+  const TensorView z = m.tensor("model.layers.0.linear_attn.in_proj_z.weight");
+  EXPECT_EQ(qkv.shape_str(), "[6, 2]");
+  EXPECT_EQ(qkv.dtype, DType::f32);
+  for (int r = 0; r < 6; ++r) EXPECT_EQ(qkv.ptr<float>()[2 * r + 1], float(r)) << r;
+  EXPECT_EQ(z.shape_str(), "[2, 2]");
+  EXPECT_EQ(z.dtype, DType::bf16);
+  EXPECT_EQ(std::memcmp(z.data, gate_bf16.data(), gate_bf16.size()), 0);
+
+  // shapes that do not fit the metadata are still refused by name, whatever the types
+  for (GgufKvSpec& kv : s.kvs)
+    if (kv.key == "qwen3next.ssm.state_size") kv = kv_scalar<uint32_t>(kv.key, 4, 64);
+  EXPECT_NE(error_of([&] { open_spec(dir, s, "b.gguf"); })
+                .find("b.gguf: tensor 'blk.0.attn_qkv.weight': expected [258, hidden] beside 'blk.0.attn_gate.weight' "
+                      "[2, hidden]"),
+            std::string::npos);
+}
+
 TEST(GgufCheckpoint, RefusalsAreNamed) {
   ScratchDir dir;
   auto refused = [&](const std::function<void(GgufSpec&)>& edit, const std::string& name) {

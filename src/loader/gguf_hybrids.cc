@@ -68,6 +68,7 @@ enum Edit : uint8_t {
   kConvKernel = 1,  // [C, K] -> [C, 1, K]
   kFlatten = 2,     // [H, 1] or [G, n] -> one dimension
   kNegExp = 4,      // A -> A_log
+  kRow = 8,         // [n] -> [1, n]: llama-quantize writes a [1, n] matrix as [n] (ggml_n_dims drops trailing 1s)
 };
 
 struct Entry {
@@ -173,7 +174,7 @@ std::vector<Entry> block_entries(Family fam) {
                          {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
                          {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
                          {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
-                         {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+                         {"ffn_gate_inp_shexp", "mlp.shared_expert_gate", kRow},
                          {"ffn_gate", "mlp.gate_proj"},
                          {"ffn_up", "mlp.up_proj"},
                          {"ffn_down", "mlp.down_proj"}});
@@ -490,10 +491,10 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
     if (qwen3_family(a.family)) {
       if (gguf_hf::add_expert_slices(f, t, layer + "mlp.experts.", base, out)) continue;
       if (a.family == Family::qwen3next && rest == "attn_qkv.weight") {
-        out.push_back(gather_qkvz(f, t, layer + "linear_attn.in_proj_qkvz.weight"));
+        for (GgufHfTensor& h : qwen3next_in_proj(f, t, layer)) out.push_back(std::move(h));
         continue;
       }
-      if (a.family == Family::qwen3next && rest == "attn_gate.weight") continue;  // gathered with attn_qkv
+      if (a.family == Family::qwen3next && rest == "attn_gate.weight") continue;  // taken with attn_qkv
     }
     const Entry* e = nullptr;
     std::string hf;
@@ -509,6 +510,7 @@ std::vector<GgufHfTensor> gguf_hybrid_tensors(const GgufFile& f) {
       h.shape = {h.shape[0], 1, h.shape[1]};
     }
     if (e->edit & kFlatten) h.shape = {t.numel()};
+    if ((e->edit & kRow) && h.shape.size() == 1) h.shape = {1, h.shape[0]};
     if (permuted_qk && (base == "attn_q" || base == "attn_k")) {
       h.fix = GgufFix::unpermute_rope_rows;
       h.heads = base == "attn_q" ? heads.first : heads.second;

@@ -101,7 +101,7 @@ void qwen3_hybrid_config(JsonObject& c, const Meta& m, Qwen3Hybrid v) {
 // each of the nk heads; v and z hold nv / nk value heads each), the converter splits it into attn_qkv
 // ([all q; all k; all v]) and attn_gate ([all z]). The head counts and sizes come from the metadata, so every
 // offset is checked against the tensors' own dimensions before a piece pointer is formed.
-GgufHfTensor gather_qkvz(const GgufFile& f, const GgufTensor& qkv, const std::string& hf_name) {
+std::vector<GgufHfTensor> qwen3next_in_proj(const GgufFile& f, const GgufTensor& qkv, const std::string& layer) {
   const Meta m{f, "qwen3next."};
   const std::string gate_name = qkv.name.substr(0, qkv.name.size() - std::string("attn_qkv.weight").size()) +
                                 "attn_gate.weight";
@@ -112,13 +112,20 @@ GgufHfTensor gather_qkvz(const GgufFile& f, const GgufTensor& qkv, const std::st
   const int64_t vdim = inner / nk;  // v (or z) rows per key head
   const int64_t qk_rows = sized(f, qkv.name, [&] { return checked_mul(checked_mul(2, nk, "q and k"), dk, "q and k"); });
   const int64_t rows = sized(f, qkv.name, [&] { return checked_add(qk_rows, inner, "q, k and v"); });
-  if (qkv.ne.size() != 2 || gate->ne.size() != 2 || qkv.type != gate->type || qkv.ne[0] != gate->ne[0] ||
-      qkv.ne[1] != rows || gate->ne[1] != inner)
+  if (qkv.ne.size() != 2 || gate->ne.size() != 2 || qkv.ne[0] != gate->ne[0] || qkv.ne[1] != rows ||
+      gate->ne[1] != inner)
     fail(f, qkv.name, "expected [" + std::to_string(rows) + ", hidden] beside '" + gate_name + "' [" +
-                          std::to_string(inner) + ", hidden] of the same type");
+                          std::to_string(inner) + ", hidden]");
+  if (qkv.type != gate->type) {
+    // llama-quantize's mixtures raise attn_qkv (counted as an attn_v) and not attn_gate. Rows of two block types
+    // cannot share one matrix, so the two stay separate projections, each in its own type and borrowed from the
+    // mapping: Qwen3.5's in_proj_qkv / in_proj_z layout, which the DeltaNet layer reads beside in_proj_ba.
+    return {gguf_hf::as_stored(qkv, layer + "linear_attn.in_proj_qkv.weight"),
+            gguf_hf::as_stored(*gate, layer + "linear_attn.in_proj_z.weight")};
+  }
   // rows == ne[1] bounds every row index below by the tensor's own row count: the offsets cannot overflow.
   const int64_t row = qkv.row_bytes();
-  GgufHfTensor h = gguf_hf::as_stored(qkv, hf_name);
+  GgufHfTensor h = gguf_hf::as_stored(qkv, layer + "linear_attn.in_proj_qkvz.weight");
   h.shape = {qkv.ne[1] + gate->ne[1], qkv.ne[0]};
   h.fix = GgufFix::gather_rows;
   auto piece = [&](const GgufTensor& t, int64_t first_row, int64_t n_rows) {
@@ -130,7 +137,7 @@ GgufHfTensor gather_qkvz(const GgufFile& f, const GgufTensor& qkv, const std::st
     piece(qkv, 2 * nk * dk + k * vdim, vdim);
     piece(*gate, k * vdim, vdim);
   }
-  return h;
+  return {std::move(h)};
 }
 
 void mark_value_heads(const GgufFile& f, const GgufTensor& t, const std::string& base, GgufHfTensor& h) {
