@@ -1,5 +1,5 @@
-"""llama-quantize's mixture file types (`attnzoo quantize --type Q4_K_M | Q4_K_S | Q5_K_M | Q5_K_S | IQ4_NL |
-IQ4_XS`, and --pure), against independent references:
+"""llama-quantize's mixture file types (`attnzoo quantize --type Q2_K_M (llama-quantize's Q2_K) | Q2_K_S | Q3_K_S |
+Q3_K_M | Q3_K_L | Q4_K_M | Q4_K_S | Q5_K_M | Q5_K_S | IQ4_NL | IQ4_XS`, and --pure), against independent references:
   - llama.cpp's rules (llama-quant.cpp's llama_tensor_get_type), restated here in Python from its source and
     independent of the C++ table: every tensor's type, for every mixture, of tiny Llama (GQA 4, untied; GQA 1, tied),
     Qwen3 (rows of 128 that fall back), Mixtral with 8 experts, LFM2 (a conv / attention hybrid whose layer 0 has
@@ -9,9 +9,12 @@ IQ4_XS`, and --pure), against independent references:
     every tensor's type and general.file_type equal; and SmolLM2-135M's Q4_1 file requantized to Q4_K_M by both;
   - the files load and run: attnzoo's logits close to the f32 model's, llama.cpp's llama-bench generating from
     them where built; SmolLM2-135M's perplexity on the Sherlock Holmes text is lower in Q4_K_M than in Q4_K and
-    higher than in Q6_K (a bump the wrong way round fails it)."""
+    higher than in Q6_K (a bump the wrong way round fails it), and falls from Q2_K_M through Q3_K_S, Q3_K_M, Q3_K_L
+    to Q4_K_M;
+  - Q2_K_S is refused without an importance matrix, as llama-quantize refuses it."""
 import glob
 import os
+import struct
 import subprocess
 
 import numpy as np
@@ -32,19 +35,23 @@ LLAMA_BENCH = sorted(glob.glob(os.path.join(LLAMA_CACHE, "build-*", "bin", "llam
 NO_LLAMA = f"llama-quantize not built under {LLAMA_CACHE}/build-*/bin (scripts/build_llama_bench.sh builds it)"
 
 # llama.cpp's LLAMA_FTYPE_MOSTLY_* and the main type of each mixture
-FILE_TYPE = {"Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "IQ4_NL": 25, "IQ4_XS": 30}
+FILE_TYPE = {"Q2_K_M": 10, "Q2_K_S": 21, "Q3_K_S": 11, "Q3_K_M": 12, "Q3_K_L": 13, "Q4_K_S": 14, "Q4_K_M": 15,
+             "Q5_K_S": 16, "Q5_K_M": 17, "IQ4_NL": 25, "IQ4_XS": 30}
 MIXTURES = list(FILE_TYPE)
+LLAMA_NAME = {"Q2_K_M": "Q2_K"}  # llama-quantize's name where ours differs (its Q2_K is a mixture)
+NEEDS_IMATRIX = {"Q2_K_S"}
+TEXT = "the quick brown fox jumps over the lazy dog, 12345 times!\nHello world. " * 8
 
 
 # --- llama.cpp's rules, restated ---------------------------------------------------------------------------------
 
-BLOCK = {"F32": 1, "F16": 1, "Q8_0": 32, "Q5_0": 32, "Q5_1": 32, "IQ4_NL": 32, "Q4_K": 256, "Q5_K": 256,
-         "Q6_K": 256, "IQ4_XS": 256}
-SMALLER = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "IQ4_XS": "IQ4_NL"}
+BLOCK = {"F32": 1, "F16": 1, "Q8_0": 32, "Q4_0": 32, "Q5_0": 32, "Q5_1": 32, "IQ4_NL": 32, "Q2_K": 256,
+         "Q3_K": 256, "Q4_K": 256, "Q5_K": 256, "Q6_K": 256, "IQ4_XS": 256}
+SMALLER = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "IQ4_XS": "IQ4_NL"}
 
 
 def _main(ftype):
-    return {"Q4_K_S": "Q4_K", "Q4_K_M": "Q4_K", "Q5_K_S": "Q5_K", "Q5_K_M": "Q5_K"}.get(ftype, ftype)
+    return ftype[:4] if ftype[:4] in ("Q2_K", "Q3_K", "Q4_K", "Q5_K") else ftype
 
 
 def _category(name):
@@ -122,12 +129,22 @@ def llama_cpp_types(tensors, meta, ftype, pure=False, imatrix=False, manual=(), 
         elif cat == "token_embd":
             pass
         elif cat == "attn_v":
-            if ftype in ("IQ4_NL", "IQ4_XS") and n_gqa >= 4:
+            if ftype == "Q2_K_M":
+                new = "Q4_K" if n_gqa >= 4 else "Q3_K"
+            elif ftype == "Q2_K_S" and n_gqa >= 4:
+                new = "Q4_K"
+            elif ftype == "Q3_K_M":
+                new = "Q5_K" if i_attention_wv < 2 else "Q4_K"
+            elif ftype == "Q3_K_L":
+                new = "Q5_K"
+            elif ftype in ("IQ4_NL", "IQ4_XS") and n_gqa >= 4:
                 new = "Q5_K"
             elif ftype in ("Q4_K_M", "Q5_K_M") and _more_bits(i_attention_wv, n_attention_wv):
                 new = "Q6_K"
             elif ftype == "Q4_K_S" and i_attention_wv < 4:
                 new = "Q5_K"
+            if arch == "llama" and n_layer == 80 and n_gqa > 1 and n_expert != 8 and new in ("Q3_K", "Q4_K"):
+                new = "Q5_K"  # LLM_TYPE_70B (none of these models)
             if n_expert == 8:
                 new = "Q8_0"
             i_attention_wv += 1
@@ -136,7 +153,16 @@ def llama_cpp_types(tensors, meta, ftype, pure=False, imatrix=False, manual=(), 
                 new = "Q8_0"
         elif cat == "ffn_down":
             i_layer = _layer(name) if n_expert > 1 else i_ffn_down
-            if ftype == "Q4_K_M":
+            if ftype == "Q2_K_M":
+                new = "Q3_K"
+            elif ftype == "Q2_K_S":
+                if i_layer < n_layer // 8:
+                    new = "Q4_K"
+            elif ftype == "Q3_K_M":
+                new = "Q5_K" if i_layer < n_layer // 16 else "Q4_K"  # (falcon's Q3_K rows: no falcon here)
+            elif ftype == "Q3_K_L":
+                new = "Q5_K"
+            elif ftype == "Q4_K_M":
                 if _more_bits(i_layer, n_layer):
                     new = "Q6_K"
             elif i_layer < n_layer // 8 and ftype in ("IQ4_NL", "IQ4_XS") and not imatrix:
@@ -147,8 +173,11 @@ def llama_cpp_types(tensors, meta, ftype, pure=False, imatrix=False, manual=(), 
                 new = "Q5_K"
             i_ffn_down += 1
         elif cat == "attn_output":
-            if n_expert == 8 and ftype in ("Q4_K_S", "Q4_K_M", "IQ4_NL", "IQ4_XS"):
-                new = "Q5_K"
+            if n_expert == 8:
+                if ftype in ("Q2_K_M", "Q3_K_S", "Q3_K_M", "Q4_K_S", "Q4_K_M", "IQ4_NL", "IQ4_XS"):
+                    new = "Q5_K"
+            else:
+                new = {"Q2_K_M": "Q3_K", "Q3_K_M": "Q4_K", "Q3_K_L": "Q5_K"}.get(ftype, new)
         out[name] = _fallback(new, ne[0])
     return out
 
@@ -214,9 +243,26 @@ def _read(path):
 
 
 def _quantize(src, out, ftype, *extra):
+    if ftype in NEEDS_IMATRIX and "--pure" not in extra and "--calibration" not in extra:
+        calib = os.path.join(os.path.dirname(str(out)), "calib.txt")
+        with open(calib, "w") as f:
+            f.write(TEXT)
+        extra = (*extra, "--calibration", calib)
     r = _cli("quantize", "-m", str(src), "-o", str(out), "--type", ftype, *extra)
     assert r.returncode == 0, r.stderr
     return _read(out)
+
+
+def _imatrix(path, tensors):
+    """llama.cpp's legacy imatrix file (entries of name, ncall, values; ncall 1) with an importance of 1 for every
+    input channel (of every expert) of each matrix: llama-quantize's Q2_K_S needs one, and its types do not
+    depend on the values."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<i", len(tensors)))
+        for name, ne in tensors:
+            n = ne[0] * (ne[2] if len(ne) > 2 else 1)
+            f.write(struct.pack("<i", len(name)) + name.encode() + struct.pack("<ii", 1, n))
+            f.write(np.ones(n, dtype=np.float32).tobytes())
 
 
 @pytest.mark.parametrize("ftype", MIXTURES)
@@ -231,7 +277,7 @@ def test_every_tensor_as_llama_cpps_rules(model, ftype):
     # the rules really raise something in these shapes (Q5_K_S only an 8-expert model's attn_k / attn_v)
     pure = llama_cpp_types(tensors, meta, ftype, pure=True)
     raised = {n for n in want if want[n] != pure[n] and not n.startswith(("output", "token_embd"))}
-    assert raised or (ftype == "Q5_K_S" and kind != "mixtral8"), (kind, ftype)
+    assert raised or (ftype in ("Q5_K_S", "Q3_K_S") and kind != "mixtral8"), (kind, ftype)
 
 
 @pytest.mark.parametrize("ftype", ["Q4_K_M", "IQ4_XS"])
@@ -273,8 +319,12 @@ def _aligned_32(directory):
 def test_llama_quantize_writes_the_same_types(model, ftype, tmp_path):
     kind, directory = model[:2]
     src = _aligned_32(directory)
-    r = subprocess.run([LLAMA_QUANTIZE[-1], str(src), str(tmp_path / "llama.gguf"), ftype, "2"],
-                       capture_output=True, text=True, timeout=600)
+    extra = []
+    if ftype in NEEDS_IMATRIX:
+        _imatrix(tmp_path / "imatrix.dat", [(n, ne) for n, ne in _read(src)[1] if len(ne) >= 2])
+        extra = ["--imatrix", str(tmp_path / "imatrix.dat")]
+    r = subprocess.run([LLAMA_QUANTIZE[-1], *extra, str(src), str(tmp_path / "llama.gguf"),
+                        LLAMA_NAME.get(ftype, ftype), "2"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     theirs_meta, _, theirs = _read(tmp_path / "llama.gguf")
     ours_meta, _, ours = _quantize(src, tmp_path / "ours.gguf", ftype)
@@ -314,13 +364,28 @@ def test_files_load_and_run(model, ftype, tmp_path):
 
 
 def test_refusals_name_the_type(tmp_path):
-    for name in ("Q3_K_M", "Q2_K_S"):
-        r = _cli("quantize", "-m", str(tmp_path), "-o", str(tmp_path / "x.gguf"), "--type", name)
-        assert r.returncode != 0
-        assert f"--type: '{name}' (llama-quantize's Q2_K_S, Q3_K_S, Q3_K_M and Q3_K_L mixtures) is not written " \
-               "yet" in r.stderr, r.stderr
     r = _cli("quantize", "-m", str(tmp_path), "-o", str(tmp_path / "x.gguf"), "--type", "Q4_K_X")
-    assert r.returncode != 0 and "or a mixture: Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, IQ4_NL, IQ4_XS)" in r.stderr
+    assert r.returncode != 0 and "or a mixture: Q2_K_M, Q2_K_S, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, " \
+                                 "Q5_K_M, IQ4_NL, IQ4_XS)" in r.stderr, r.stderr
+
+
+def test_q2_k_s_needs_an_importance_matrix(model, tmp_path):
+    """llama-quantize refuses Q2_K_S without --imatrix (its Q2_K matrices, the head and embeddings aside); so do
+    we, naming the tensor and --calibration, from the checkpoint, the GGUF file and with --pure."""
+    kind, directory = model[:2]
+    for src, extra in ((directory / "hf", ()), (directory / "f32.gguf", ()), (directory / "f32.gguf", ("--pure",))):
+        r = _cli("quantize", "-m", str(src), "-o", str(tmp_path / "x.gguf"), "--type", "Q2_K_S", *extra)
+        assert r.returncode != 0 and not (tmp_path / "x.gguf").exists()
+        assert "would be Q2_K, which llama-quantize's Q2_K_S writes only with an importance matrix" in r.stderr
+        assert "pass --calibration FILE" in r.stderr, r.stderr
+    # every Q2_K matrix overridden: nothing needs one
+    _, _, got = _quantize(directory / "f32.gguf", tmp_path / "y.gguf", "Q2_K_S", "--pure", "--tensor-type",
+                          r"blk\.=Q4_K")
+    assert "Q2_K" not in {t for n, t in got.items() if n.startswith("blk.")}
+    if LLAMA_QUANTIZE:
+        r = subprocess.run([LLAMA_QUANTIZE[-1], str(_aligned_32(directory)), str(tmp_path / "llama.gguf"), "Q2_K_S",
+                            "2"], capture_output=True, text=True, timeout=600)
+        assert r.returncode != 0 and "requires an imatrix" in r.stderr + r.stdout, r.stderr[-2000:]
 
 
 SMOLLM2 = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), ".models",
