@@ -6,11 +6,12 @@ Q3_K_M | Q3_K_L | Q4_K_M | Q4_K_S | Q5_K_M | Q5_K_S | IQ4_NL | IQ4_XS`, and --pu
     no KV heads) and Qwen3-Next (4 experts; its linear layers' attn_qkv count as attn_v), from the checkpoint
     directory and from its F32 GGUF;
   - llama-quantize itself where scripts/build_llama_bench.sh built it: the same F32 GGUF quantized by it and by us,
-    every tensor's type and general.file_type equal; and SmolLM2-135M's Q4_1 file requantized to Q4_K_M by both;
+    every tensor's type and general.file_type equal (Q2_K_S with an imatrix of ones); and SmolLM2-135M's
+    Q4_1 file requantized to Q4_K_M, Q2_K_M, Q3_K_S, Q3_K_M and Q3_K_L by both;
   - the files load and run: attnzoo's logits close to the f32 model's, llama.cpp's llama-bench generating from
     them where built; SmolLM2-135M's perplexity on the Sherlock Holmes text is lower in Q4_K_M than in Q4_K and
-    higher than in Q6_K (a bump the wrong way round fails it), and falls from Q2_K_M through Q3_K_S, Q3_K_M, Q3_K_L
-    to Q4_K_M;
+    higher than in Q6_K (a bump the wrong way round fails it), and falls from the single Q2_K through Q2_K_M (the
+    same types as Q3_K_S there), Q3_K_M and Q3_K_L to Q4_K_M;
   - Q2_K_S is refused without an importance matrix, as llama-quantize refuses it."""
 import glob
 import os
