@@ -12,17 +12,27 @@ namespace {
 
 using Q = QuantType;
 
+// Each row: name, file_type, main; attn_v (bump, raised, otherwise); ffn_down (bump, raised, otherwise);
+// attn_output (a model without 8 experts), an 8-expert model's attn_output in Q5_K, needs an imatrix.
 constexpr FileMixture kMixtures[] = {
-    {"Q4_K_S", 14, Q::Q4_K, Bump::first_four, Q::Q5_K, Bump::first_eighth, Q::Q5_K, true},
-    {"Q4_K_M", 15, Q::Q4_K, Bump::more_bits, Q::Q6_K, Bump::more_bits, Q::Q6_K, true},
-    {"Q5_K_S", 16, Q::Q5_K, Bump::never, Q::Q5_K, Bump::never, Q::Q5_K, false},
-    {"Q5_K_M", 17, Q::Q5_K, Bump::more_bits, Q::Q6_K, Bump::more_bits, Q::Q6_K, false},
-    {"IQ4_NL", 25, Q::IQ4_NL, Bump::gqa_four, Q::Q5_K, Bump::first_eighth_no_importance, Q::Q5_K, true},
-    {"IQ4_XS", 30, Q::IQ4_XS, Bump::gqa_four, Q::Q5_K, Bump::first_eighth_no_importance, Q::Q5_K, true},
+    {"Q2_K_M", 10, Q::Q2_K, Bump::gqa_four, Q::Q4_K, Q::Q3_K, Bump::always, Q::Q3_K, Q::Q3_K, Q::Q3_K, true, false},
+    {"Q2_K_S", 21, Q::Q2_K, Bump::gqa_four, Q::Q4_K, Q::Q2_K, Bump::first_eighth, Q::Q4_K, Q::Q2_K, Q::Q2_K, false,
+     true},
+    {"Q3_K_S", 11, Q::Q3_K, Bump::never, Q::Q3_K, Q::Q3_K, Bump::never, Q::Q3_K, Q::Q3_K, Q::Q3_K, true, false},
+    {"Q3_K_M", 12, Q::Q3_K, Bump::first_two, Q::Q5_K, Q::Q4_K, Bump::first_sixteenth, Q::Q5_K, Q::Q4_K, Q::Q4_K, true,
+     false},
+    {"Q3_K_L", 13, Q::Q3_K, Bump::always, Q::Q5_K, Q::Q5_K, Bump::always, Q::Q5_K, Q::Q5_K, Q::Q5_K, false, false},
+    {"Q4_K_S", 14, Q::Q4_K, Bump::first_four, Q::Q5_K, Q::Q4_K, Bump::first_eighth_not_falcon, Q::Q5_K, Q::Q4_K,
+     Q::Q4_K, true, false},
+    {"Q4_K_M", 15, Q::Q4_K, Bump::more_bits, Q::Q6_K, Q::Q4_K, Bump::more_bits, Q::Q6_K, Q::Q4_K, Q::Q4_K, true, false},
+    {"Q5_K_S", 16, Q::Q5_K, Bump::never, Q::Q5_K, Q::Q5_K, Bump::never, Q::Q5_K, Q::Q5_K, Q::Q5_K, false, false},
+    {"Q5_K_M", 17, Q::Q5_K, Bump::more_bits, Q::Q6_K, Q::Q5_K, Bump::more_bits, Q::Q6_K, Q::Q5_K, Q::Q5_K, false,
+     false},
+    {"IQ4_NL", 25, Q::IQ4_NL, Bump::gqa_four, Q::Q5_K, Q::IQ4_NL, Bump::first_eighth_no_importance, Q::Q5_K,
+     Q::IQ4_NL, Q::IQ4_NL, true, false},
+    {"IQ4_XS", 30, Q::IQ4_XS, Bump::gqa_four, Q::Q5_K, Q::IQ4_XS, Bump::first_eighth_no_importance, Q::Q5_K,
+     Q::IQ4_XS, Q::IQ4_XS, true, false},
 };
-
-// llama-quantize's file types whose rules this table does not hold yet (--type Q2_K / Q3_K are single types).
-constexpr std::string_view kWithoutRules[] = {"Q2_K_S", "Q3_K_S", "Q3_K_M", "Q3_K_L"};
 
 std::string upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::toupper(c)); });
@@ -90,48 +100,60 @@ Q mixture_type(const TensorPolicy& p, const MixtureModel& m, const MixtureTensor
   if (kind == Kind::token_embd) return f.main;
   if (kind == Kind::attn_v) {
     const int64_t i = c.attn_v++;
-    Q type = f.main;
     const bool gqa4 = m.kv_heads > 0 && m.heads / m.kv_heads >= 4;
+    bool raise = false;
     switch (f.attn_v) {
-      case Bump::gqa_four: type = gqa4 ? f.attn_v_type : type; break;
-      case Bump::more_bits: type = more_bits(i, c.attn_v_total) ? f.attn_v_type : type; break;
-      case Bump::first_four: type = i < 4 ? f.attn_v_type : type; break;
+      case Bump::always: raise = true; break;
+      case Bump::gqa_four: raise = gqa4; break;
+      case Bump::more_bits: raise = more_bits(i, c.attn_v_total); break;
+      case Bump::first_two: raise = i < 2; break;
+      case Bump::first_four: raise = i < 4; break;
       default: break;
     }
-    if (llama_70b(m) && type == Q::Q4_K) type = Q::Q5_K;  // 8 query heads share each V: cheap to widen
+    Q type = raise ? f.attn_v_type : f.attn_v_else;
+    // 8 query heads share each V: cheap to widen
+    if (llama_70b(m) && (type == Q::Q3_K || type == Q::Q4_K)) type = Q::Q5_K;
     return moe8 ? Q::Q8_0 : type;
   }
   if (kind == Kind::attn_k) return moe8 ? Q::Q8_0 : f.main;
   if (kind == Kind::ffn_down) {
     const int64_t i = layer(c.ffn_down++), n = m.layers;
-    if (falcon && f.file_type == 15)  // Q4_K_M
-      return i < n / 16 ? Q::Q6_K : more_bits(i, n) ? Q::Q5_K : Q::Q4_K;
-    switch (f.ffn_down) {
-      case Bump::more_bits: return more_bits(i, n) ? f.ffn_down_type : f.main;
-      case Bump::first_eighth: return i < n / 8 && !falcon ? f.ffn_down_type : f.main;
-      case Bump::first_eighth_no_importance: return i < n / 8 && !m.importance ? f.ffn_down_type : f.main;
-      default: return f.main;
+    if (falcon) {  // llama.cpp's own falcon rows
+      if (f.file_type == 15) return i < n / 16 ? Q::Q6_K : more_bits(i, n) ? Q::Q5_K : Q::Q4_K;  // Q4_K_M
+      if (f.file_type == 12) return i < n / 16 ? Q::Q5_K : more_bits(i, n) ? Q::Q4_K : Q::Q3_K;  // Q3_K_M
+      if (f.file_type == 13) return Q::Q4_K;                                                    // Q3_K_L
     }
+    bool raise = false;
+    switch (f.ffn_down) {
+      case Bump::always: raise = true; break;
+      case Bump::more_bits: raise = more_bits(i, n); break;
+      case Bump::first_sixteenth: raise = i < n / 16; break;
+      case Bump::first_eighth: raise = i < n / 8; break;
+      case Bump::first_eighth_not_falcon: raise = i < n / 8 && !falcon; break;
+      case Bump::first_eighth_no_importance: raise = i < n / 8 && !m.importance; break;
+      default: break;
+    }
+    return raise ? f.ffn_down_type : f.ffn_down_else;
   }
-  if (kind == Kind::attn_output && moe8 && !falcon && f.moe8_attn_output) return Q::Q5_K;
+  if (kind == Kind::attn_output) {
+    if (falcon) return f.file_type == 13 ? Q::Q4_K : f.main;  // Q3_K_L
+    if (moe8) return f.moe8_attn_output ? Q::Q5_K : f.main;
+    return f.attn_output;
+  }
   return f.main;
 }
 
 }  // namespace
 
-const FileMixture* find_file_mixture(const std::string& name, const std::string& what) {
+const FileMixture* find_file_mixture(const std::string& name) {
   const std::string u = upper(name);
   for (const FileMixture& f : kMixtures)
     if (u == f.name) return &f;
-  for (std::string_view n : kWithoutRules)
-    if (u == n)
-      throw ArgumentError(what + ": '" + name + "' (llama-quantize's Q2_K_S, Q3_K_S, Q3_K_M and Q3_K_L mixtures) is "
-                          "not written yet; --type Q2_K / Q3_K put every matrix in that type");
   return nullptr;
 }
 
 void set_file_type(TensorPolicy& p, const std::string& name, const std::string& what) {
-  p.mixture = find_file_mixture(name, what);
+  p.mixture = find_file_mixture(name);
   if (p.mixture) {
     p.type = p.mixture->main;
     return;
@@ -158,10 +180,46 @@ MixtureModel mixture_model(const std::string& arch, const MetadataInt& get, bool
   return m;
 }
 
+namespace {
+
+std::map<std::string, QuantType> resolve_rules(const TensorPolicy& p, const MixtureModel& m,
+                                               const std::vector<MixtureTensor>& tensors);
+
+// llama-quantize writes a Q2_K_S file only with an imatrix: few of its matrices are raised, and plain rounding to
+// 2 bits leaves them "garbage" (its words); it checks the final types (after overrides, --pure and the row
+// fallback), the head and embeddings excepted.
+void refuse_without_importance(const TensorPolicy& p, const std::map<std::string, QuantType>& types,
+                               const std::vector<MixtureTensor>& tensors) {
+  TensorPolicy resolved = p;
+  resolved.mixture_types = types;
+  for (const MixtureTensor& t : tensors) {
+    if (!t.chosen || t.shape.size() < 2 || t.name == "output.weight" || t.name == "token_embd.weight" ||
+        t.name == "per_layer_token_embd.weight")
+      continue;
+    if (choose_tensor_type(resolved, t.name, t.shape, QuantType::F32) == QuantType::Q2_K)
+      throw ArgumentError("quantize --type " + std::string(p.mixture->name) + ": tensor '" + t.name + "' would be "
+                          "Q2_K, which llama-quantize's " + std::string(p.mixture->name) + " writes only with an "
+                          "importance matrix (2-bit rounding without one is too coarse): pass --calibration FILE, "
+                          "or choose --type Q2_K_M (llama-quantize's Q2_K) or Q2_K");
+  }
+}
+
+}  // namespace
+
 std::map<std::string, QuantType> resolve_mixture(const TensorPolicy& p, const MixtureModel& m,
                                                  const std::vector<MixtureTensor>& tensors) {
   std::map<std::string, QuantType> out;
-  if (!p.mixture || p.pure) return out;
+  if (!p.mixture) return out;
+  if (!p.pure) out = resolve_rules(p, m, tensors);
+  if (p.mixture->needs_importance && !m.importance) refuse_without_importance(p, out, tensors);
+  return out;
+}
+
+namespace {
+
+std::map<std::string, QuantType> resolve_rules(const TensorPolicy& p, const MixtureModel& m,
+                                               const std::vector<MixtureTensor>& tensors) {
+  std::map<std::string, QuantType> out;
   Counters c;
   for (const MixtureTensor& t : tensors) {
     c.attn_v_total += kind_of(t.name) == Kind::attn_v;
@@ -183,4 +241,5 @@ std::map<std::string, QuantType> resolve_mixture(const TensorPolicy& p, const Mi
   return out;
 }
 
+}  // namespace
 }  // namespace attnzoo

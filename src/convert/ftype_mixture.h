@@ -1,23 +1,33 @@
 #pragma once
-// llama-quantize's mixture file types (Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, and IQ4_NL / IQ4_XS with their bumps): one
-// main type, with some tensors raised by rules that read the tensor's kind, its layer and the model's shape
-// (llama.cpp's llama_tensor_get_type). Those rules count tensors: attn_v's bump depends on its rank among every
-// attn_v-like tensor in llama.cpp's order (by layer, then by name), so the types of a whole file are settled in one
-// pass over its tensor list (resolve_mixture) before any is written, and choose_tensor_type reads the result.
+// llama-quantize's mixture file types (Q2_K (here Q2_K_M), Q2_K_S, Q3_K_S / M / L, Q4_K_S / M, Q5_K_S / M, and
+// IQ4_NL / IQ4_XS with their bumps): one main type, with some tensors raised by rules that read the tensor's kind,
+// its layer and the model's shape (llama.cpp's llama_tensor_get_type). Those rules count tensors: attn_v's bump
+// depends on its rank among every attn_v-like tensor in llama.cpp's order (by layer, then by name), so the types of
+// a whole file are settled in one pass over its tensor list (resolve_mixture) before any is written, and
+// choose_tensor_type reads the result.
 //
-// The rules per file type (n: block_count; "more bits": layer i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2):
-//             attn_v / attn_qkv / attn_kv_b        ffn_down                        attn_output (8 experts)
-//   Q4_K_S    Q5_K for the first 4                 Q5_K in the first n/8 (not falcon)   Q5_K
-//   Q4_K_M    Q6_K with more bits                  Q6_K with more bits (falcon: own)    Q5_K
-//   Q5_K_S    -                                    -                                    -
-//   Q5_K_M    Q6_K with more bits                  Q6_K with more bits                  -
-//   IQ4_NL/XS Q5_K with 4+ query heads per KV head Q5_K in the first n/8 without imatrix Q5_K
-// and for all of them: output.weight (and token_embd when the head is tied to it) Q6_K (Q8_0 for falcon or rows not
-// whole blocks of the main type); an untied token_embd keeps the main type; an 8-expert model's attn_v and attn_k
-// Q8_0; a Llama-70B shape (80 layers, GQA) raises a Q4_K attn_v to Q5_K. Rows that are not whole blocks then fall
-// back as for a single type (tensor_policy.h). Overrides (--tensor-type, --keep, --output-tensor-type,
-// --token-embedding-type) decide their tensors first, which then do not count; --pure: every matrix the main type.
-// Q2_K_S and Q3_K_S / M / L are refused (their rules are not in the table yet).
+// The rules per file type (n: block_count; "more bits": layer i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2; "GQA 4":
+// 4+ query heads per KV head in layer 0):
+//             attn_v / attn_qkv / attn_kv_b      ffn_down                          attn_output   (8 experts)
+//   Q2_K_M    Q4_K with GQA 4, else Q3_K         Q3_K                              Q3_K          Q5_K
+//   Q2_K_S    Q4_K with GQA 4                    Q4_K in the first n/8             -             -
+//   Q3_K_S    -                                  -                                 -             Q5_K
+//   Q3_K_M    Q5_K for the first 2, else Q4_K    Q5_K below n/16, else Q4_K        Q4_K          Q5_K
+//   Q3_K_L    Q5_K                               Q5_K                              Q5_K          -
+//   Q4_K_S    Q5_K for the first 4               Q5_K in the first n/8 (not falcon) -            Q5_K
+//   Q4_K_M    Q6_K with more bits                Q6_K with more bits               -             Q5_K
+//   Q5_K_S    -                                  -                                 -             -
+//   Q5_K_M    Q6_K with more bits                Q6_K with more bits               -             -
+//   IQ4_NL/XS Q5_K with GQA 4                    Q5_K in the first n/8 without imatrix  -        Q5_K
+// (falcon: Q4_K_M's ffn_down Q6_K below n/16, Q5_K with more bits; Q3_K_M's Q5_K below n/16, Q4_K with more bits,
+// else Q3_K; Q3_K_L's ffn_down and attn_output Q4_K; no other attn_output raise). For all of them: output.weight
+// (and token_embd when the head is tied to it) Q6_K (Q8_0 for falcon or rows not whole blocks of the main type);
+// an untied token_embd keeps the main type; an 8-expert model's attn_v and attn_k Q8_0; a Llama-70B shape (80
+// layers, GQA) raises a Q3_K / Q4_K attn_v to Q5_K. Rows that are not whole blocks then fall back as for a single
+// type (tensor_policy.h). Overrides (--tensor-type, --keep, --output-tensor-type, --token-embedding-type) decide
+// their tensors first, which then do not count; --pure: every matrix the main type. Q2_K_S is refused without an
+// importance matrix when a matrix other than the head and embeddings would be Q2_K, as llama-quantize refuses it.
+// llama-quantize's "Q2_K" is called Q2_K_M here: --type Q2_K, Q3_K, Q4_K ... are single types (tensor_policy.h).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -33,9 +43,13 @@ namespace attnzoo {
 // When a tensor kind is raised.
 enum class Bump : uint8_t {
   never,
+  always,
   more_bits,                 // llama.cpp's use_more_bits(i, n)
+  first_two,                 // the first 2 attn_v-like tensors
   first_four,                // the first 4 attn_v-like tensors
+  first_sixteenth,           // layers below n/16
   first_eighth,              // layers below n/8
+  first_eighth_not_falcon,   // layers below n/8, but not in a falcon model
   first_eighth_no_importance,  // layers below n/8, quantized without an imatrix
   gqa_four,                  // 4+ query heads per KV head (layer 0's counts)
 };
@@ -45,15 +59,16 @@ struct FileMixture {
   uint32_t file_type;     // general.file_type (LLAMA_FTYPE_MOSTLY_*)
   QuantType main;
   Bump attn_v;
-  QuantType attn_v_type;
+  QuantType attn_v_type, attn_v_else;      // raised, and otherwise
   Bump ffn_down;
-  QuantType ffn_down_type;
-  bool moe8_attn_output;  // an 8-expert model's attn_output in Q5_K
+  QuantType ffn_down_type, ffn_down_else;  // raised, and otherwise
+  QuantType attn_output;                   // attn_output's type in a model without 8 experts (not falcon)
+  bool moe8_attn_output;                   // an 8-expert model's attn_output in Q5_K (else the main type)
+  bool needs_importance;                   // refused without an imatrix (llama-quantize's Q2_K_S)
 };
 
-// The mixture named `name` (case-insensitive), nullptr for a plain type name; ArgumentError naming `what` for a
-// Q2_K_S / Q3_K mixture (not in the table yet).
-const FileMixture* find_file_mixture(const std::string& name, const std::string& what);
+// The mixture named `name` (case-insensitive), nullptr for a plain type name.
+const FileMixture* find_file_mixture(const std::string& name);
 
 // --type: a type name (parse_quant_type's) or a mixture's; sets p.type and p.mixture (IQ4_NL / IQ4_XS are both:
 // their mixture). ArgumentError naming `what` and listing every choice otherwise.
@@ -80,7 +95,8 @@ struct MixtureTensor {
 
 // The mixture's type (before the row-length fallback) of every chosen matrix that no override decides, in
 // llama.cpp's order with its counters; `tensors`: every tensor of the file, in any order. Empty without a
-// mixture or with p.pure. ArgumentError naming a tensor whose layer the rules need and cannot read.
+// mixture or with p.pure. ArgumentError naming a tensor whose layer the rules need and cannot read, and (for a
+// mixture that needs one, Q2_K_S) naming the first matrix that would be Q2_K without an importance matrix.
 std::map<std::string, QuantType> resolve_mixture(const TensorPolicy& p, const MixtureModel& m,
                                                  const std::vector<MixtureTensor>& tensors);
 

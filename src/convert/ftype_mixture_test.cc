@@ -111,24 +111,107 @@ TEST(FtypeMixture, EightExpertsReadTheLayerFromTheName) {
   EXPECT_THROW(resolve_mixture(p, {"llama", 8, 8, 4, 4, false}, t), ArgumentError);
 }
 
+TEST(FtypeMixture, Q2KMRaisesVAndFfnDownAndAttnOutput) {
+  TensorPolicy p = mixture("Q2_K_M");
+  EXPECT_EQ(p.type, Q::Q2_K);
+  p.mixture_types = resolve_mixture(p, {"llama", 8, 0, 8, 2, false}, llama_tensors(8, false));
+  EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_v"), {256, 256}, Q::F32), Q::Q4_K);  // GQA 4
+  EXPECT_EQ(choose_tensor_type(p, blk(5, "ffn_down"), {256, 256}, Q::F32), Q::Q3_K);
+  EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_output"), {256, 256}, Q::F32), Q::Q3_K);
+  EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_q"), {256, 256}, Q::F32), Q::Q2_K);
+  EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 256}, Q::F32), Q::Q2_K);
+  EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 256}, Q::F32), Q::Q6_K);
+  p.mixture_types = resolve_mixture(p, {"llama", 8, 0, 8, 4, false}, llama_tensors(8, false));
+  EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_v"), {256, 256}, Q::F32), Q::Q3_K);  // GQA 2
+  // a Llama-70B shape widens the Q3_K attn_v to Q5_K
+  p.mixture_types = resolve_mixture(p, {"llama", 80, 0, 8, 4, false}, llama_tensors(80, false));
+  EXPECT_EQ(choose_tensor_type(p, blk(40, "attn_v"), {256, 256}, Q::F32), Q::Q5_K);
+}
+
+TEST(FtypeMixture, Q3KMFirstTwoAttnVAndSixteenthOfFfnDown) {
+  TensorPolicy p = mixture("Q3_K_M");
+  p.mixture_types = resolve_mixture(p, {"llama", 32, 0, 4, 4, false}, llama_tensors(32, false));
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "attn_v"), {256, 256}, Q::F32), i < 2 ? Q::Q5_K : Q::Q4_K) << i;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "ffn_down"), {256, 256}, Q::F32), i < 2 ? Q::Q5_K : Q::Q4_K) << i;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "attn_output"), {256, 256}, Q::F32), Q::Q4_K) << i;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "attn_k"), {256, 256}, Q::F32), Q::Q3_K) << i;
+  }
+  // falcon: ffn_down Q4_K only where use_more_bits, else the main type; attn_output stays
+  p.mixture_types = resolve_mixture(p, {"falcon", 32, 0, 4, 4, false}, llama_tensors(32, false));
+  EXPECT_EQ(choose_tensor_type(p, blk(1, "ffn_down"), {256, 256}, Q::F32), Q::Q5_K);
+  EXPECT_EQ(choose_tensor_type(p, blk(3, "ffn_down"), {256, 256}, Q::F32), Q::Q4_K);  // i < n/8
+  EXPECT_EQ(choose_tensor_type(p, blk(5, "ffn_down"), {256, 256}, Q::F32), Q::Q3_K);
+  EXPECT_EQ(choose_tensor_type(p, blk(6, "ffn_down"), {256, 256}, Q::F32), Q::Q4_K);  // (6 - 4) % 3 == 2
+  EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_output"), {256, 256}, Q::F32), Q::Q3_K);
+  EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 256}, Q::F32), Q::Q8_0);
+}
+
+TEST(FtypeMixture, Q3KLAndQ3KSWithAndWithoutEightExperts) {
+  std::vector<MixtureTensor> t = llama_tensors(8, false);
+  TensorPolicy l = mixture("Q3_K_L"), s = mixture("Q3_K_S");
+  l.mixture_types = resolve_mixture(l, {"llama", 8, 0, 4, 4, false}, t);
+  s.mixture_types = resolve_mixture(s, {"llama", 8, 0, 4, 4, false}, t);
+  for (const char* n : {"attn_v", "ffn_down", "attn_output"}) {
+    EXPECT_EQ(choose_tensor_type(l, blk(6, n), {256, 256}, Q::F32), Q::Q5_K) << n;
+    EXPECT_EQ(choose_tensor_type(s, blk(6, n), {256, 256}, Q::F32), Q::Q3_K) << n;
+  }
+  // 8 experts: Q3_K_S raises attn_output to Q5_K, Q3_K_L leaves it in Q3_K (llama.cpp's list leaves it out)
+  l.mixture_types = resolve_mixture(l, {"llama", 8, 8, 4, 4, false}, t);
+  s.mixture_types = resolve_mixture(s, {"llama", 8, 8, 4, 4, false}, t);
+  EXPECT_EQ(choose_tensor_type(l, blk(6, "attn_output"), {256, 256}, Q::F32), Q::Q3_K);
+  EXPECT_EQ(choose_tensor_type(s, blk(6, "attn_output"), {256, 256}, Q::F32), Q::Q5_K);
+  EXPECT_EQ(choose_tensor_type(l, blk(6, "attn_v"), {256, 256}, Q::F32), Q::Q8_0);
+  EXPECT_EQ(choose_tensor_type(l, blk(6, "ffn_down"), {256, 256}, Q::F32), Q::Q5_K);
+}
+
+TEST(FtypeMixture, Q2KSNeedsAnImportanceMatrix) {
+  TensorPolicy p = mixture("Q2_K_S");
+  const std::vector<MixtureTensor> t = llama_tensors(16, false);
+  try {
+    resolve_mixture(p, {"llama", 16, 0, 8, 2, false}, t);
+    ADD_FAILURE();
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("would be Q2_K, which llama-quantize's Q2_K_S writes only with an "
+                                         "importance matrix"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--calibration"), std::string::npos) << e.what();
+  }
+  p.pure = true;  // --pure keeps every matrix in Q2_K: refused as well
+  EXPECT_THROW(resolve_mixture(p, {"llama", 16, 0, 8, 2, false}, t), ArgumentError);
+  p.pure = false;
+  p.mixture_types = resolve_mixture(p, {"llama", 16, 0, 8, 2, true}, t);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "attn_v"), {256, 256}, Q::F32), Q::Q4_K) << i;  // GQA 4
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "ffn_down"), {256, 256}, Q::F32), i < 2 ? Q::Q4_K : Q::Q2_K) << i;
+    EXPECT_EQ(choose_tensor_type(p, blk(i, "attn_output"), {256, 256}, Q::F32), Q::Q2_K) << i;
+  }
+  // no matrix left in Q2_K (all overridden, or rows of 128 falling back to Q4_0): written without one
+  p.tensor_types = {{"blk\\.", Q::Q4_K}};
+  EXPECT_NO_THROW(resolve_mixture(p, {"llama", 16, 0, 8, 2, false}, t));
+}
+
 TEST(FtypeMixture, NamesAndRefusals) {
   TensorPolicy p;
   set_file_type(p, "q6_k", "--type");
   EXPECT_EQ(p.mixture, nullptr);
   EXPECT_EQ(p.type, Q::Q6_K);
-  for (const char* name : {"Q3_K_M", "q2_k_s", "Q3_K_L"}) {
-    try {
-      set_file_type(p, name, "--type");
-      ADD_FAILURE() << name;
-    } catch (const ArgumentError& e) {
-      EXPECT_NE(std::string(e.what()).find("mixtures) is not written yet"), std::string::npos) << e.what();
-    }
+  const std::pair<const char*, uint32_t> files[] = {{"q2_k_m", 10}, {"Q2_K_S", 21}, {"Q3_K_S", 11}, {"q3_k_m", 12},
+                                                    {"Q3_K_L", 13}};
+  for (const auto& [name, file_type] : files) {
+    set_file_type(p, name, "--type");
+    ASSERT_NE(p.mixture, nullptr) << name;
+    EXPECT_EQ(llama_file_type(p), file_type) << name;
   }
+  set_file_type(p, "Q3_K", "--type");  // the single type, not llama-quantize's alias of Q3_K_M
+  EXPECT_EQ(p.mixture, nullptr);
+  EXPECT_EQ(llama_file_type(p), 11u);
   try {
     set_file_type(p, "Q4_K_X", "--type");
     ADD_FAILURE();
   } catch (const ArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("or a mixture: Q4_K_S, Q4_K_M"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("or a mixture: Q2_K_M, Q2_K_S, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M"),
+              std::string::npos)
+        << e.what();
   }
   // a mixture's type for a tensor its list did not hold is a bug, said so
   TensorPolicy q = mixture("Q5_K_M");
