@@ -83,6 +83,20 @@ void bind_runtime(nb::module_& m) {
         "bench times the two routes so. Process-wide: set it between calls, on the thread that makes them.");
   m.def("linear_bf16_straight_pairs_allowed", &linear_bf16_straight_pairs_allowed,
         "Whether regrouped rows may go straight into bf16 pairs (true unless turned off).");
+  m.def("set_linear_prompt_int8", [](const std::string& mode) {
+    if (mode == "auto") return set_linear_prompt_int8_rows(PromptInt8Rows::automatic);
+    if (mode == "off") return set_linear_prompt_int8_rows(PromptInt8Rows::off);
+    if (mode == "on") return set_linear_prompt_int8_rows(PromptInt8Rows::on);
+    throw ArgumentError("mode: expected 'auto', 'off' or 'on', got '" + mode + "'");
+  }, nb::arg("mode"),
+        "Which prompts (more than 8 tokens) over block weights with reduced products take the 8-bit integer rows "
+        "instead of the bf16 panels: 'auto' (where bf16 products would run on vdpbf16ps and the VNNI rows run), "
+        "'off' (none), 'on' (every format that has them). Process-wide; ATTNZOO_PROMPT_INT8 (auto / 0 / 1) sets "
+        "the start.");
+  m.def("linear_prompt_int8", [] {
+    const PromptInt8Rows m = linear_prompt_int8_rows();
+    return std::string(m == PromptInt8Rows::automatic ? "auto" : m == PromptInt8Rows::off ? "off" : "on");
+  }, "The prompt route setting: 'auto', 'off' or 'on' (set_linear_prompt_int8).");
   m.def("set_batch_invariant", [](bool on) { set_batch_invariant(on); }, nb::arg("on"),
         "Batch-invariant numerics for the whole process (core/batch_invariance.h): a token's logits do not "
         "depend on the batch, the chunking of its prompt or the prefix cache.");

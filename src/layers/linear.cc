@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -155,6 +156,18 @@ namespace {
 
 enum class Route { quant_gemv_invariant, gemv, bf16_gemm, gemm };
 
+// -1 until the first prompt reads ATTNZOO_PROMPT_INT8 (or a setter runs), then a PromptInt8Rows.
+std::atomic<int> g_prompt_int8{-1};
+
+PromptInt8Rows prompt_int8_from_env() {
+  const char* v = std::getenv("ATTNZOO_PROMPT_INT8");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "auto") return PromptInt8Rows::automatic;
+  if (s == "0") return PromptInt8Rows::off;
+  if (s == "1") return PromptInt8Rows::on;
+  throw ArgumentError("ATTNZOO_PROMPT_INT8: expected auto, 0 or 1, got '" + s + "'");
+}
+
 Route route_of(const QuantMatrix& w, int64_t T, bool reduced) {
   // bf16 products run on bf16_pair_gemm: AMX tiles where the CPU has them, else vdpbf16ps where preferred.
   const bool bf16_products = reduced && bf16_tiles_enabled();
@@ -169,10 +182,37 @@ Route route_of(const QuantMatrix& w, int64_t T, bool reduced) {
   const bool dense_tiles = dense && bf16_products && (T > 1 || batch_invariant());
   if (!dense && reduced && quant_gemv_has_int8(w.type) && batch_invariant()) return Route::quant_gemv_invariant;
   if (T <= kGemvMaxTokens && !dense_tiles) return Route::gemv;
+  if (!dense && reduced && linear_prompt_takes_int8_rows(w)) return Route::gemv;
   return bf16_products ? Route::bf16_gemm : Route::gemm;
 }
 
 }  // namespace
+
+void set_linear_prompt_int8_rows(PromptInt8Rows mode) { g_prompt_int8.store(int(mode), std::memory_order_relaxed); }
+
+PromptInt8Rows linear_prompt_int8_rows() {
+  int m = g_prompt_int8.load(std::memory_order_relaxed);
+  if (m < 0) {
+    m = int(prompt_int8_from_env());
+    int unset = -1;
+    g_prompt_int8.compare_exchange_strong(unset, m, std::memory_order_relaxed);
+    m = g_prompt_int8.load(std::memory_order_relaxed);
+  }
+  return PromptInt8Rows(m);
+}
+
+bool linear_prompt_takes_int8_rows(const QuantMatrix& w) {
+  if (!quant_gemv_has_int8(w.type)) return false;
+  switch (linear_prompt_int8_rows()) {
+    case PromptInt8Rows::off: return false;
+    case PromptInt8Rows::on: return true;
+    case PromptInt8Rows::automatic: break;
+  }
+  // vpdpbusd forms twice the products per instruction that vdpbf16ps does (four times an f32 FMA), from the packed
+  // blocks, where the panels first decode every weight into bf16 pairs or f32 for only T tokens; AMX tiles are
+  // several times either.
+  return !amx_bf16_enabled() && quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled();
+}
 
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                     bool reduced) {

@@ -49,13 +49,27 @@ void linear_gemm(const TensorView& w, const float* bias, const float* x, int64_t
 // The same for any weight format (F32, F16, BF16 or block-quantized): GEMV for T <= kGemvMaxTokens, else the
 // GEMM with panels widened to f32 (openblas). With reduced-precision products (`reduced`: what
 // reduced_products() says for these weights) block formats take 8-bit activations in the GEMV, and on
-// AVX-512-BF16 dense weights take the bf16 GEMM from two tokens on, every format from kGemvMaxTokens + 1.
+// AVX-512-BF16 dense weights take the bf16 GEMM from two tokens on, every format from kGemvMaxTokens + 1, except
+// block weights whose integer rows take prompts (linear_prompt_int8_rows).
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                     bool reduced);
 // `reduced` as a Linear over `w` decides it (reduced weights: block formats).
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);
+
+// Prompts (T > kGemvMaxTokens) over block weights with reduced products: "auto" sends them to the VNNI integer
+// rows (8 tokens a pass over a panel of rows held in L1) wherever those run and AMX does not: against the panels
+// on vdpbf16ps (Zen 4) 0.5-0.8x the CPU time of a whole 16-512-token prefill, against the f32 panels (vdpbf16ps
+// off) 0.1-0.45x (docs/benchmarks/llama-cpp.md "Short prompts on Zen 4"). AMX tiles, and CPUs without the VNNI
+// rows (whose routes were not measured against each other), keep the panels. "off": the panels everywhere; "on": the integer rows
+// wherever a format has them. Process-wide, from ATTNZOO_PROMPT_INT8 (auto / 0 / 1) at the first prompt unless
+// set before; set it between calls (benchmarks, tests). A bad ATTNZOO_PROMPT_INT8 is an ArgumentError naming it.
+enum class PromptInt8Rows { automatic, off, on };
+void set_linear_prompt_int8_rows(PromptInt8Rows mode);
+PromptInt8Rows linear_prompt_int8_rows();
+// Whether a prompt of T > kGemvMaxTokens tokens over w (with reduced products) takes the integer rows here.
+bool linear_prompt_takes_int8_rows(const QuantMatrix& w);
 // bf16 products (x and w rounded to bf16, f32 accumulation) on bf16_pair_gemm (AMX tiles where amx_bf16_enabled(),
 // else vdpbf16ps); `panel` output rows per task. Needs bf16_dot_available().
 void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,

@@ -127,6 +127,10 @@ def run_bf16_pairs(scale, timing, progress=lambda s: None):
         return doc
     doc["rows"] = rows = _rows(scale)
     allowed = _core.linear_bf16_straight_pairs_allowed()
+    prompt_int8 = _core.linear_prompt_int8()
+    # The prefill rows time the bf16 GEMM's two routes: prompts that would take the integer rows (where those beat
+    # the panels: set_linear_prompt_int8) are held on the panels for the section.
+    _core.set_linear_prompt_int8("off")
     prepared = {}
     try:
         for row in rows:
@@ -147,6 +151,7 @@ def run_bf16_pairs(scale, timing, progress=lambda s: None):
                 row["note"] = f"error: {type(e).__name__}: {e}"
     finally:
         _core.linear_bf16_allow_straight_pairs(allowed)
+        _core.set_linear_prompt_int8(prompt_int8)
     return doc
 
 
