@@ -12,7 +12,8 @@
 //           accumulated in f32 with AVX-512-BF16 (vdpbf16ps), twice the f32 FMA rate (CPUs or forced targets
 //           without AVX-512-BF16 keep f32 products for dense weights); decode GEMVs over block-quantized weights
 //           quantize the activations to 8 bits for integer dot products (llama.cpp's trade, ~0.5% error per
-//           projection).
+//           projection), and so do prompts over them where the VNNI rows run without AMX (linear_prompt_int8_rows,
+//           layers/linear.h).
 // Dense weights: every projection of more than one token (prefill, and a serving engine's batch of decodes) is
 // affected; a single token's GEMV is bound by memory bandwidth, where rounding activations buys nothing. A softmax
 // layer whose q projection takes reduced products also rounds its prefill queries to bf16 over a bf16 cache, so
