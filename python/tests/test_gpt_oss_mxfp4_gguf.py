@@ -233,5 +233,15 @@ def test_quantize_at_q8_0(case, tmp_path):
     mx = {t.name: t.tensor_type for t in gguf.GGUFReader(mx_q).tensors}
     assert mx["blk.1.ffn_up_exps.weight"] == MXFP4 and mx["blk.1.attn_q.weight"] == q8
     want = case["want_mx"]
-    rel = np.sqrt(((Model.load(mx_q).forward(case["ids"]) - want) ** 2).sum() / (want ** 2).sum())
-    assert rel <= 3e-2, rel
+    m = Model.load(mx_q)
+    # The prompt on the bf16 panels, then on the 8-bit integer rows (what "auto" takes on VNNI CPUs without AMX):
+    # those round every activation to 8 bits, and gpt-oss's attention sinks and clamped SwiGLU pass that on (0.047
+    # measured on Zen 4, against 0.02 on the panels)
+    saved = attnzoo._core.linear_prompt_int8()
+    try:
+        for route, bound in (("off", 3e-2), ("on", 6e-2)):
+            attnzoo._core.set_linear_prompt_int8(route)
+            rel = np.sqrt(((m.forward(case["ids"]) - want) ** 2).sum() / (want ** 2).sum())
+            assert rel <= bound, (route, rel)
+    finally:
+        attnzoo._core.set_linear_prompt_int8(saved)

@@ -62,8 +62,8 @@ void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_
 // rows (8 tokens a pass over a panel of rows held in L1) wherever those run and AMX does not: against the panels
 // on vdpbf16ps (Zen 4) 0.5-0.8x the CPU time of a whole 16-512-token prefill, against the f32 panels (vdpbf16ps
 // off) 0.1-0.45x (docs/benchmarks/llama-cpp.md "Short prompts on Zen 4"). AMX tiles, and CPUs without the VNNI
-// rows (whose routes were not measured against each other), keep the panels. "off": the panels everywhere; "on": the integer rows
-// wherever a format has them. Process-wide, from ATTNZOO_PROMPT_INT8 (auto / 0 / 1) at the first prompt unless
+// rows (whose routes were not measured against each other), keep the panels. "off": the panels everywhere; "on":
+// the integer rows wherever a format has them. Process-wide, from ATTNZOO_PROMPT_INT8 (auto / 0 / 1) at the first prompt unless
 // set before; set it between calls (benchmarks, tests). A bad ATTNZOO_PROMPT_INT8 is an ArgumentError naming it.
 enum class PromptInt8Rows { automatic, off, on };
 void set_linear_prompt_int8_rows(PromptInt8Rows mode);

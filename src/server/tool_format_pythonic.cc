@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/utf8.h"
 #include "loader/json_writer.h"
 
 namespace attnzoo::server {
@@ -177,24 +178,6 @@ class PythonicReader {
     return true;
   }
 
-  static void utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xC0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += char(0xE0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    } else {
-      out += char(0xF0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3F));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    }
-  }
-
   bool hex(size_t n, uint32_t& cp) {
     if (i_ + n > s_.size()) return false;
     cp = 0;
@@ -244,9 +227,9 @@ class PythonicReader {
         case 'v': out += '\v'; break;
         case 'a': out += '\a'; break;
         case '0': out += '\0'; break;
-        case 'x': if (!hex(2, cp)) return false; utf8(out, cp); break;
-        case 'u': if (!hex(4, cp)) return false; utf8(out, cp); break;
-        case 'U': if (!hex(8, cp)) return false; utf8(out, cp); break;
+        case 'x': if (!hex(2, cp)) return false; utf8::append(out, cp); break;
+        case 'u': if (!hex(4, cp)) return false; utf8::append(out, cp); break;
+        case 'U': if (!hex(8, cp)) return false; utf8::append(out, cp); break;
         default: out += '\\'; out += e; break;  // Python keeps an unknown escape as written
       }
     }

@@ -12,9 +12,10 @@
 namespace attnzoo::quant_detail {
 namespace {
 constexpr float kGroupMaxEps = 1e-15f;  // a group whose largest |x| is below this is all zero
-}
 
-float search_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L) {
+// The value of largest magnitude, sign kept (llama.cpp's symmetric searches scale from it); 0 with every level 0
+// for a group that is all (near) zero.
+float signed_max_or_zero(int n, const float* x, int8_t* L) {
   float max = 0, amax = 0;
   for (int i = 0; i < n; ++i)
     if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), max = x[i];
@@ -22,6 +23,13 @@ float search_symmetric(int n, int nmax, const float* x, const float* w, int8_t* 
     std::fill(L, L + n, int8_t(0));
     return 0.0f;
   }
+  return max;
+}
+}
+
+float search_symmetric(int n, int nmax, const float* x, const float* w, int8_t* L) {
+  const float max = signed_max_or_zero(n, x, L);
+  if (max == 0.0f) return 0.0f;
   auto weight = [&](int i) { return w ? w[i] : x[i] * x[i]; };
   auto level = [&](float iscale, int i) { return std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1); };
   // Least-squares scale for the levels a given inverse scale rounds to: sum w x l / sum w l^2.
@@ -182,13 +190,8 @@ float search_positive(int n, int nmax, const float* x, const float* w, uint8_t* 
 }
 
 float search_symmetric_refined(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i)
-    if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), max = x[i];
-  if (amax < kGroupMaxEps) {
-    std::fill(L, L + n, int8_t(0));
-    return 0.0f;
-  }
+  const float max = signed_max_or_zero(n, x, L);
+  if (max == 0.0f) return 0.0f;
   const float iscale = float(-nmax) / max;
   auto weight = [&](int i) { return x[i] * x[i]; };  // large values matter most
   float sumlx = 0, suml2 = 0;
