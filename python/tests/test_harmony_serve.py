@@ -326,7 +326,14 @@ def test_auto_answers_read_as_the_rules_say(checkpoint, server):
     client = server.client()
     stops = {"<|return|>", "<|call|>"}
     seen = set()
-    for seed in range(SEEDS):
+
+    def covered():  # the reader's paths: reasoning, content, calls, answers stopped and cut
+        return all(any(s[k] for s in seen) for k in range(4)) and any(not s[3] for s in seen)
+    # Stops are rare in a random model's answers and which seeds reach one depends on the CPU's rounding (the prompt
+    # route, the batch): past SEEDS, more seeds run until every path has been seen, up to three times as many.
+    for seed in range(3 * SEEDS):
+        if seed >= SEEDS and covered():
+            break
         n = 4
         kw = dict(model="tiny", messages=QUESTION, tools=TOOLS, max_tokens=6 + seed % 6 * 5, temperature=1.0,
                   seed=seed, logit_bias=_bias(tok))
@@ -342,8 +349,7 @@ def test_auto_answers_read_as_the_rules_say(checkpoint, server):
             assert c.finish_reason == ("tool_calls" if calls and stopped else "stop" if stopped else "length"), seed
             seen.add((reasoning is not None, bool(content), bool(calls), stopped))
             assert streamed[c.index] == (reasoning or "", content, calls, c.finish_reason), (seed, text)
-    # The seeds went through the reader's paths: reasoning, content, calls, answers stopped and cut.
-    assert all(any(s[k] for s in seen) for k in range(4)) and any(not s[3] for s in seen), seen
+    assert covered(), seen
 
 
 def test_prompts_render_as_transformers(checkpoint, server):
