@@ -23,6 +23,9 @@ struct CallScan {
   size_t args_begin = npos, args_end = npos;
 };
 
+// The first position at or after `i` that is not JSON whitespace (s.size() when there is none).
+size_t skip_json_space(std::string_view s, size_t i);
+
 // `text` begins at the object's '{'.
 CallScan scan_call_object(std::string_view text, ToolFormat format);
 

@@ -17,34 +17,9 @@ namespace {
 
 bool all_space(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
-size_t trim_at(std::string_view s, size_t i) {
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
-  return i;
-}
-
 std::string_view trim_left(std::string_view s) {
   const size_t at = s.find_first_not_of(" \t\r\n");
   return at == std::string_view::npos ? std::string_view() : s.substr(at);
-}
-
-// One past the '}' that closes the object opening at s[0] (strings and escapes skipped); npos when it never closes.
-size_t object_end(std::string_view s) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
-  }
-  return std::string_view::npos;
 }
 
 // The call object whose JSON text is `text` (leading whitespace allowed): a non-empty string "name" and arguments
@@ -201,7 +176,7 @@ ParsedAnswer parse_llama3_tool_calls(std::string_view text) {
   if (!rest.starts_with("{")) return out;
   std::vector<ToolCall> calls;
   while (!rest.empty()) {
-    const size_t end = rest.starts_with("{") ? object_end(rest) : std::string_view::npos;
+    const size_t end = rest.starts_with("{") ? json_value_end(rest, 0) : std::string_view::npos;
     ToolCall call;
     if (end == std::string_view::npos || !parse_tool_call_json(rest.substr(0, end), call, ToolFormat::llama3_json))
       return out;
@@ -281,11 +256,11 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   const std::string_view body = trim_left(rest);
   if (v.is_array()) {
     if (v.as_array().empty()) return out;
-    for (size_t i = trim_at(body, 1); body[i] != ']';) {
+    for (size_t i = skip_json_space(body, 1); body[i] != ']';) {
       const size_t end = json_value_end(body, i);
       if (!add(body.substr(i, end - i))) return out;
-      i = trim_at(body, end);
-      if (body[i] == ',') i = trim_at(body, i + 1);
+      i = skip_json_space(body, end);
+      if (body[i] == ',') i = skip_json_space(body, i + 1);
     }
   } else if (!add(body)) {
     return out;

@@ -1,22 +1,11 @@
 #include "server/tool_stream.h"
 
+#include "server/reasoning.h"  // tag_overlap: a tail that may still become a marker
 #include "server/tool_call_scan.h"
 #include "server/tool_format_pythonic.h"
 
 namespace attnzoo::server {
 namespace {
-
-size_t skip_space(std::string_view s, size_t i) {
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
-  return i;
-}
-
-// The longest tail of `text` that is a proper prefix of `marker` (it may still become the marker).
-size_t partial_tail(std::string_view text, std::string_view marker) {
-  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
-    if (marker.starts_with(text.substr(text.size() - n))) return n;
-  return 0;
-}
 
 // A Llama 3.x answer that may still turn out to be calls: so far only whitespace, or it begins with '{' or with
 // (a part of) <|python_tag|>.
@@ -43,9 +32,9 @@ std::string_view ToolCallStream::definite() const {
   const std::string_view a = answer_;
   size_t hold = 0;
   if (format_ == ToolFormat::hermes)
-    hold = std::max(partial_tail(a, kToolCallOpen), partial_tail(a, kToolCallClose));
+    hold = std::max(tag_overlap(a, kToolCallOpen), tag_overlap(a, kToolCallClose));
   else if (format_ != ToolFormat::llama3_json && !tool_call_marker(format_).empty())  // (Llama's tag only leads)
-    hold = partial_tail(a, tool_call_marker(format_));
+    hold = tag_overlap(a, tool_call_marker(format_));
   return a.substr(0, a.size() - hold);
 }
 
@@ -74,7 +63,7 @@ ToolCallStream::Read ToolCallStream::hermes_calls(std::string_view text, size_t 
     const size_t close = text.find(kToolCallClose, body);
     const std::string_view block =
         text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body);
-    const size_t start = skip_space(block, 0);
+    const size_t start = skip_json_space(block, 0);
     if (start == block.size()) return out;  // nothing yet (or an empty block: not a call)
     Partial p;
     bool closed = false;
@@ -90,8 +79,8 @@ ToolCallStream::Read ToolCallStream::hermes_calls(std::string_view text, size_t 
 
 ToolCallStream::Read ToolCallStream::llama3_calls(std::string_view text, size_t from) const {
   Read out;
-  size_t i = skip_space(text, from);
-  if (from == 0 && text.substr(i).starts_with(kPythonTag)) i = skip_space(text, i + kPythonTag.size());
+  size_t i = skip_json_space(text, from);
+  if (from == 0 && text.substr(i).starts_with(kPythonTag)) i = skip_json_space(text, i + kPythonTag.size());
   while (i < text.size() && text[i] == '{') {
     Partial p;
     bool closed = false;
@@ -99,11 +88,11 @@ ToolCallStream::Read ToolCallStream::llama3_calls(std::string_view text, size_t 
     if (!read_partial(object, format_, p.name, p.arguments, closed)) return out;
     out.calls.push_back(std::move(p));
     if (!closed) return out;
-    i = skip_space(text, i + scan_call_object(object, format_).end);
+    i = skip_json_space(text, i + scan_call_object(object, format_).end);
     if (i >= text.size() || text[i] != ';') return out;  // the end, or not calls after all (then content)
     out.settled = out.calls.size();
     out.resume = i + 1;
-    i = skip_space(text, i + 1);
+    i = skip_json_space(text, i + 1);
   }
   return out;
 }
@@ -122,12 +111,12 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
     rest += segments.back();
     from = next;
   }
-  const size_t start = skip_space(rest, 0);
+  const size_t start = skip_json_space(rest, 0);
   if (start == rest.size()) return out;
   const std::string_view r = rest;
   if (r[start] == '{' || r[start] == '[') {
     // One object, or an array of them (`from`: an offset into `rest`, after a settled element's ',').
-    size_t i = from > 0 ? skip_space(r, from) : r[start] == '[' ? skip_space(r, start + 1) : start;
+    size_t i = from > 0 ? skip_json_space(r, from) : r[start] == '[' ? skip_json_space(r, start + 1) : start;
     while (i < r.size() && r[i] == '{') {
       Partial p;
       bool closed = false;
@@ -135,11 +124,11 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
       if (!read_partial(object, format_, p.name, p.arguments, closed)) return out;
       out.calls.push_back(std::move(p));
       if (!closed || r[start] != '[') return out;
-      i = skip_space(r, i + scan_call_object(object, format_).end);
+      i = skip_json_space(r, i + scan_call_object(object, format_).end);
       if (i >= r.size() || r[i] != ',') return out;
       out.settled = out.calls.size();
       out.resume = i + 1;
-      i = skip_space(r, i + 1);
+      i = skip_json_space(r, i + 1);
     }
     return out;
   }
@@ -153,7 +142,7 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
     std::string_view name = seg.substr(0, args);
     if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
     if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return out;
-    const std::string_view value = seg.substr(skip_space(seg, args + kArgs.size()));
+    const std::string_view value = seg.substr(skip_json_space(seg, args + kArgs.size()));
     Partial p;
     p.name = std::string(name);
     const bool last = s + 1 == segments.size();
