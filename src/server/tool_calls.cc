@@ -270,12 +270,17 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   return out;
 }
 
+std::string_view forced_json_opening(ToolFormat format) {
+  if (format == ToolFormat::hermes) return "<tool_call>\n";
+  if (format == ToolFormat::mistral) return "[TOOL_CALLS][";
+  return {};
+}
+
 ParsedAnswer forced_calls(std::string_view text, ToolFormat format) {
-  if (format == ToolFormat::hermes)
-    return parse_hermes_tool_calls(std::string(kToolCallOpen) + "\n" + std::string(text));
+  const std::string opened = std::string(forced_json_opening(format)) + std::string(text);
+  if (format == ToolFormat::hermes) return parse_hermes_tool_calls(opened);
   if (format == ToolFormat::mistral) {
     // The array is closed by "]" when the model wrote it, else left open after the last call.
-    const std::string opened = std::string(kMistralCalls) + "[" + std::string(text);
     ParsedAnswer a = parse_mistral_tool_calls(opened);
     return a.calls.empty() ? parse_mistral_tool_calls(opened + "]") : a;
   }

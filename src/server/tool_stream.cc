@@ -19,14 +19,13 @@ bool may_be_llama3_calls(std::string_view answer) {
 }  // namespace
 
 ToolCallStream::ToolCallStream(ToolFormat format, ToolMode mode, bool parallel, std::string forced_name)
-    : format_(format), mode_(mode), parallel_(parallel), forced_name_(std::move(forced_name)) {
-  if (mode_ == ToolMode::forced) {
-    // As forced_calls reads the answer: behind the opening the prompt ended with.
-    if (format_ == ToolFormat::hermes) opening_ = std::string(kToolCallOpen) + "\n";
-    else if (format_ == ToolFormat::mistral) opening_ = std::string(kMistralCalls) + "[";
-  }
-  answer_ = opening_;
-}
+    : format_(format),
+      mode_(mode),
+      parallel_(parallel),
+      forced_name_(std::move(forced_name)),
+      // As forced_calls reads the answer: behind the opening the prompt ended with.
+      opening_(mode == ToolMode::forced ? forced_json_opening(format) : std::string_view()),
+      answer_(opening_) {}
 
 std::string_view ToolCallStream::definite() const {
   const std::string_view a = answer_;
