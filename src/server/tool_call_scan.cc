@@ -144,4 +144,28 @@ bool call_arguments(std::string_view s, const CallScan& scan, std::string& argum
   return true;
 }
 
+MistralSegments mistral_segments(std::string_view text, size_t at) {
+  MistralSegments out;
+  for (size_t from = at; from != std::string_view::npos;) {
+    const size_t begin = from + kMistralCalls.size();
+    const size_t next = text.find(kMistralCalls, begin);
+    out.segments.push_back(
+        text.substr(begin, next == std::string_view::npos ? std::string_view::npos : next - begin));
+    out.joined += out.segments.back();
+    from = next;
+  }
+  return out;
+}
+
+bool mistral_args_call(std::string_view segment, std::string_view& name, size_t& value) {
+  static constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
+  const size_t args = segment.find(kArgs);
+  if (args == std::string_view::npos) return false;
+  name = segment.substr(0, args);
+  if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
+  if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return false;
+  value = skip_json_space(segment, args + kArgs.size());
+  return true;
+}
+
 }  // namespace attnzoo::server

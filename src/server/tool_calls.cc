@@ -193,15 +193,12 @@ ParsedAnswer parse_llama3_tool_calls(std::string_view text) {
 // Mistral's later tokenizers (Small 3.x, Magistral): [TOOL_CALLS]name[ARGS]{...} per call, [CALL_ID]id between
 // name and [ARGS] where the template writes one. `segments`: the text after each [TOOL_CALLS].
 bool mistral_args_calls(const std::vector<std::string_view>& segments, std::vector<ToolCall>& calls) {
-  static constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
   for (std::string_view seg : segments) {
-    const size_t args = seg.find(kArgs);
-    if (args == std::string_view::npos) return false;
-    std::string_view name = seg.substr(0, args);
-    if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
-    if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return false;
+    std::string_view name;
+    size_t value = 0;
+    if (!mistral_args_call(seg, name, value)) return false;
     // The arguments' text as written (trimmed), read as a call's "arguments" value.
-    std::string_view raw = trim_left(seg.substr(args + kArgs.size()));
+    std::string_view raw = seg.substr(value);
     raw = raw.substr(0, raw.find_last_not_of(" \t\r\n") + 1);
     CallScan scan;
     scan.args_begin = 0;
@@ -223,19 +220,12 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   out.content = std::string(text);
   const size_t at = text.find(kMistralCalls);
   if (at == std::string_view::npos) return out;
-  std::vector<std::string_view> segments;
-  std::string rest;
-  for (size_t from = at; from != std::string_view::npos;) {
-    const size_t next = text.find(kMistralCalls, from + kMistralCalls.size());
-    const size_t begin = from + kMistralCalls.size();
-    segments.push_back(text.substr(begin, next == std::string_view::npos ? std::string_view::npos : next - begin));
-    rest += segments.back();
-    from = next;
-  }
+  const MistralSegments m = mistral_segments(text, at);
+  const std::string& rest = m.joined;
   std::vector<ToolCall> calls;
-  const std::string_view first = trim_left(segments[0]);
+  const std::string_view first = trim_left(m.segments[0]);
   if (!first.starts_with("[") && !first.starts_with("{")) {
-    if (!mistral_args_calls(segments, calls)) return out;
+    if (!mistral_args_calls(m.segments, calls)) return out;
     out.content = std::string(text.substr(0, at));
     out.calls = std::move(calls);
     return out;

@@ -98,23 +98,15 @@ ToolCallStream::Read ToolCallStream::llama3_calls(std::string_view text, size_t 
 
 ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t from) const {
   Read out;
-  const size_t first = text.find(kMistralCalls);
+  // (No marker begins in the content sent: the search starts where it stopped.)
+  const size_t first = text.find(kMistralCalls, content_sent_);
   if (first == std::string_view::npos) return out;
-  // As parse_mistral_tool_calls reads it: the segments after each [TOOL_CALLS], and their concatenation.
-  std::vector<std::string_view> segments;
-  std::string rest;
-  for (size_t from = first; from != std::string_view::npos;) {
-    const size_t begin = from + kMistralCalls.size();
-    const size_t next = text.find(kMistralCalls, begin);
-    segments.push_back(text.substr(begin, next == std::string_view::npos ? std::string_view::npos : next - begin));
-    rest += segments.back();
-    from = next;
-  }
-  const size_t start = skip_json_space(rest, 0);
-  if (start == rest.size()) return out;
-  const std::string_view r = rest;
+  const MistralSegments m = mistral_segments(text, first);
+  const std::string_view r = m.joined;
+  const size_t start = skip_json_space(r, 0);
+  if (start == r.size()) return out;
   if (r[start] == '{' || r[start] == '[') {
-    // One object, or an array of them (`from`: an offset into `rest`, after a settled element's ',').
+    // One object, or an array of them (`from`: an offset into the joined segments, after a settled element's ',').
     size_t i = from > 0 ? skip_json_space(r, from) : r[start] == '[' ? skip_json_space(r, start + 1) : start;
     while (i < r.size() && r[i] == '{') {
       Partial p;
@@ -132,19 +124,15 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
     return out;
   }
   if (from > 0) return out;  // (only the JSON forms resume)
-  // name[ARGS]{...} after each [TOOL_CALLS] (name[CALL_ID]id[ARGS]... where the template writes ids).
-  static constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
-  for (size_t s = 0; s < segments.size(); ++s) {
-    const std::string_view seg = segments[s];
-    const size_t args = seg.find(kArgs);
-    if (args == std::string_view::npos) return out;
-    std::string_view name = seg.substr(0, args);
-    if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
-    if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return out;
-    const std::string_view value = seg.substr(skip_json_space(seg, args + kArgs.size()));
+  // name[ARGS]{...} after each [TOOL_CALLS].
+  for (size_t s = 0; s < m.segments.size(); ++s) {
+    std::string_view name;
+    size_t at = 0;
+    if (!mistral_args_call(m.segments[s], name, at)) return out;
+    const std::string_view value = m.segments[s].substr(at);
     Partial p;
     p.name = std::string(name);
-    const bool last = s + 1 == segments.size();
+    const bool last = s + 1 == m.segments.size();
     const size_t end = json_value_end(value, 0);
     if (!value.empty() && value[0] == '{') {
       p.arguments = std::string(value.substr(0, end == std::string_view::npos ? value.size() : end));
