@@ -53,18 +53,18 @@ uint64_t id_stem() {
 
 }  // namespace
 
+// The formats --tool-call-parser names, in the order its error lists them.
+constexpr ToolFormat kNamedFormats[] = {ToolFormat::hermes, ToolFormat::llama3_json, ToolFormat::mistral,
+                                        ToolFormat::openai, ToolFormat::deepseek_v3, ToolFormat::deepseek_v31,
+                                        ToolFormat::kimi_k2, ToolFormat::pythonic};
+
 ToolFormat parse_tool_call_parser(std::string_view name) {
-  if (name == "hermes") return ToolFormat::hermes;
-  if (name == "llama3_json") return ToolFormat::llama3_json;
-  if (name == "mistral") return ToolFormat::mistral;
-  if (name == "openai") return ToolFormat::openai;
-  if (name == "deepseek_v3") return ToolFormat::deepseek_v3;
-  if (name == "deepseek_v31") return ToolFormat::deepseek_v31;
-  if (name == "kimi_k2") return ToolFormat::kimi_k2;
-  if (name == "pythonic") return ToolFormat::pythonic;
-  throw ArgumentError("--tool-call-parser: \"" + std::string(name) +
-                      "\" is not one of hermes, llama3_json, mistral, openai, deepseek_v3, deepseek_v31, kimi_k2, "
-                      "pythonic");
+  std::string names;
+  for (ToolFormat f : kNamedFormats) {
+    if (name == tool_format_name(f)) return f;
+    names += (names.empty() ? "" : ", ") + std::string(tool_format_name(f));
+  }
+  throw ArgumentError("--tool-call-parser: \"" + std::string(name) + "\" is not one of " + names);
 }
 
 const char* tool_format_name(ToolFormat f) {
