@@ -48,6 +48,8 @@ MISTRAL = {
 
 
 def _checkpoint(directory, fmt):
+    """A tiny random Llama in `directory` whose tokenizer has fmt's special tokens and chat template (also the
+    section and pythonic formats' checkpoint, test_tool_sections_serve)."""
     from tokenizers import decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM
     tok = tokenizers.Tokenizer(models.BPE())
@@ -63,9 +65,9 @@ def _checkpoint(directory, fmt):
                       bos_token_id=bos, eos_token_id=eos, tie_word_embeddings=False)
     LlamaForCausalLM(cfg).eval().save_pretrained(directory)
     tok.save(os.path.join(directory, "tokenizer.json"))
-    with open(os.path.join(TEMPLATES, fmt["template"])) as f:
+    with open(os.path.join(TEMPLATES, fmt["template"]), encoding="utf-8") as f:
         template = f.read()
-    with open(os.path.join(directory, "tokenizer_config.json"), "w") as f:
+    with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump({"chat_template": template, "bos_token": fmt["bos"], "eos_token": fmt["eos"],
                    "tokenizer_class": "PreTrainedTokenizerFast"}, f)
     return str(directory)

@@ -24,9 +24,8 @@ tokenizers = pytest.importorskip("tokenizers")
 from test_chat_cli import needs_cli  # noqa: E402
 from test_json_schema import valid  # noqa: E402
 from test_tool_calls_serve import TOOLS, WEATHER, _calls, _streamed  # noqa: E402
+from test_tool_formats_serve import _checkpoint  # noqa: E402
 
-HERE = os.path.dirname(__file__)
-TEMPLATES = os.path.join(HERE, "data", "chat_templates")
 SEEDS = 12
 QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
@@ -59,30 +58,6 @@ FORMATS = {
         "bos": "<|begin_of_text|>", "eos": "<|eot_id|>", "marker": None,
         "training": ["[get_weather(city='Paris', days=3, unit='celsius', hourly=True)]"], "args_as_text": False},
 }
-
-
-def _checkpoint(directory, fmt):
-    from tokenizers import decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM
-    tok = tokenizers.Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=fmt["specials"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(fmt["training"] * 50, trainer)
-    bos, eos = tok.token_to_id(fmt["bos"]), tok.token_to_id(fmt["eos"])
-    torch.manual_seed(7)
-    cfg = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096,
-                      bos_token_id=bos, eos_token_id=eos, tie_word_embeddings=False)
-    LlamaForCausalLM(cfg).eval().save_pretrained(directory)
-    tok.save(os.path.join(directory, "tokenizer.json"))
-    with open(os.path.join(TEMPLATES, fmt["template"]), encoding="utf-8") as f:
-        template = f.read()
-    with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-        json.dump({"chat_template": template, "bos_token": fmt["bos"], "eos_token": fmt["eos"],
-                   "tokenizer_class": "PreTrainedTokenizerFast"}, f)
-    return str(directory)
 
 
 @pytest.fixture(scope="module", params=list(FORMATS))

@@ -29,7 +29,7 @@ inline constexpr std::string_view kThinkClose = "</think>";
 enum class ReasoningParser { none, qwen3, deepseek_r1, openai_gptoss };
 
 // The length of the longest end of `s` that is a proper start of `tag`: what a streamed parser holds back so that a
-// tag cut across two deltas is still seen (here and in server/harmony.h).
+// tag cut across two deltas is still seen (here, in server/harmony.h and in server/tool_stream.h).
 size_t tag_overlap(std::string_view s, std::string_view tag);
 
 // "qwen3" / "deepseek_r1" / "openai_gptoss" (vLLM's names); throws ArgumentError naming --reasoning-parser otherwise.

@@ -5,11 +5,6 @@
 namespace attnzoo::server {
 namespace {
 
-size_t skip_space(std::string_view s, size_t i) {
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
-  return i;
-}
-
 // One past the string token that opens at s[at] ('"'); npos while it is open.
 size_t string_end(std::string_view s, size_t at) {
   for (size_t i = at + 1; i < s.size(); ++i) {
@@ -35,6 +30,11 @@ bool unquote(std::string_view token, std::string& out) {
 }
 
 }  // namespace
+
+size_t skip_json_space(std::string_view s, size_t i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
+  return i;
+}
 
 size_t json_value_end(std::string_view s, size_t at) {
   if (at >= s.size()) return std::string_view::npos;
@@ -68,7 +68,7 @@ CallScan scan_call_object(std::string_view s, ToolFormat format) {
   size_t i = 1;
   bool first = true;
   while (true) {
-    i = skip_space(s, i);
+    i = skip_json_space(s, i);
     if (i >= s.size()) return out;
     if (first && s[i] == '}') {
       out.closed = true;
@@ -87,13 +87,13 @@ CallScan scan_call_object(std::string_view s, ToolFormat format) {
       out.broken = true;
       return out;
     }
-    i = skip_space(s, key_end);
+    i = skip_json_space(s, key_end);
     if (i >= s.size()) return out;
     if (s[i] != ':') {
       out.broken = true;
       return out;
     }
-    i = skip_space(s, i + 1);
+    i = skip_json_space(s, i + 1);
     if (i >= s.size()) return out;
     const bool args = out.args_begin == CallScan::npos &&
                       (key == "arguments" || (format == ToolFormat::llama3_json && key == "parameters"));
@@ -103,7 +103,7 @@ CallScan scan_call_object(std::string_view s, ToolFormat format) {
     if (args) out.args_end = value_end;
     if (key == "name" && !out.has_name && s[i] == '"')
       out.has_name = unquote(s.substr(i, value_end - i), out.name);
-    i = skip_space(s, value_end);
+    i = skip_json_space(s, value_end);
     if (i >= s.size()) return out;
     if (s[i] == '}') {
       out.closed = true;
@@ -141,6 +141,30 @@ bool call_arguments(std::string_view s, const CallScan& scan, std::string& argum
   } catch (const std::exception&) {
     return false;
   }
+  return true;
+}
+
+MistralSegments mistral_segments(std::string_view text, size_t at) {
+  MistralSegments out;
+  for (size_t from = at; from != std::string_view::npos;) {
+    const size_t begin = from + kMistralCalls.size();
+    const size_t next = text.find(kMistralCalls, begin);
+    out.segments.push_back(
+        text.substr(begin, next == std::string_view::npos ? std::string_view::npos : next - begin));
+    out.joined += out.segments.back();
+    from = next;
+  }
+  return out;
+}
+
+bool mistral_args_call(std::string_view segment, std::string_view& name, size_t& value) {
+  static constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
+  const size_t args = segment.find(kArgs);
+  if (args == std::string_view::npos) return false;
+  name = segment.substr(0, args);
+  if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
+  if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return false;
+  value = skip_json_space(segment, args + kArgs.size());
   return true;
 }
 

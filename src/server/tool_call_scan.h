@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/tool_calls.h"
 
@@ -23,6 +24,9 @@ struct CallScan {
   size_t args_begin = npos, args_end = npos;
 };
 
+// The first position at or after `i` that is not JSON whitespace (s.size() when there is none).
+size_t skip_json_space(std::string_view s, size_t i);
+
 // `text` begins at the object's '{'.
 CallScan scan_call_object(std::string_view text, ToolFormat format);
 
@@ -33,5 +37,17 @@ size_t json_value_end(std::string_view text, size_t at);
 // A whole call's `arguments` as OpenAI reports it from the scanned value: an object's text as written, a string's
 // contents (a string holding an object), "{}" when absent or null; false when it is anything else.
 bool call_arguments(std::string_view text, const CallScan& scan, std::string& arguments);
+
+// Mistral, as parse_mistral_tool_calls and the stream read it: the text after each [TOOL_CALLS] from the first one
+// (at `at`) on, and their concatenation (vLLM drops every marker).
+struct MistralSegments {
+  std::vector<std::string_view> segments;
+  std::string joined;
+};
+MistralSegments mistral_segments(std::string_view text, size_t at);
+
+// Mistral's later tokenizers' form of one segment, name[ARGS]value (name[CALL_ID]id[ARGS]value where the template
+// writes ids): the function's name and where the value begins (whitespace skipped); false while it is not so.
+bool mistral_args_call(std::string_view segment, std::string_view& name, size_t& value);
 
 }  // namespace attnzoo::server

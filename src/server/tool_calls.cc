@@ -17,34 +17,9 @@ namespace {
 
 bool all_space(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
-size_t trim_at(std::string_view s, size_t i) {
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
-  return i;
-}
-
 std::string_view trim_left(std::string_view s) {
   const size_t at = s.find_first_not_of(" \t\r\n");
   return at == std::string_view::npos ? std::string_view() : s.substr(at);
-}
-
-// One past the '}' that closes the object opening at s[0] (strings and escapes skipped); npos when it never closes.
-size_t object_end(std::string_view s) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
-  }
-  return std::string_view::npos;
 }
 
 // The call object whose JSON text is `text` (leading whitespace allowed): a non-empty string "name" and arguments
@@ -78,18 +53,18 @@ uint64_t id_stem() {
 
 }  // namespace
 
+// The formats --tool-call-parser names, in the order its error lists them.
+constexpr ToolFormat kNamedFormats[] = {ToolFormat::hermes, ToolFormat::llama3_json, ToolFormat::mistral,
+                                        ToolFormat::openai, ToolFormat::deepseek_v3, ToolFormat::deepseek_v31,
+                                        ToolFormat::kimi_k2, ToolFormat::pythonic};
+
 ToolFormat parse_tool_call_parser(std::string_view name) {
-  if (name == "hermes") return ToolFormat::hermes;
-  if (name == "llama3_json") return ToolFormat::llama3_json;
-  if (name == "mistral") return ToolFormat::mistral;
-  if (name == "openai") return ToolFormat::openai;
-  if (name == "deepseek_v3") return ToolFormat::deepseek_v3;
-  if (name == "deepseek_v31") return ToolFormat::deepseek_v31;
-  if (name == "kimi_k2") return ToolFormat::kimi_k2;
-  if (name == "pythonic") return ToolFormat::pythonic;
-  throw ArgumentError("--tool-call-parser: \"" + std::string(name) +
-                      "\" is not one of hermes, llama3_json, mistral, openai, deepseek_v3, deepseek_v31, kimi_k2, "
-                      "pythonic");
+  std::string names;
+  for (ToolFormat f : kNamedFormats) {
+    if (name == tool_format_name(f)) return f;
+    names += (names.empty() ? "" : ", ") + std::string(tool_format_name(f));
+  }
+  throw ArgumentError("--tool-call-parser: \"" + std::string(name) + "\" is not one of " + names);
 }
 
 const char* tool_format_name(ToolFormat f) {
@@ -201,7 +176,7 @@ ParsedAnswer parse_llama3_tool_calls(std::string_view text) {
   if (!rest.starts_with("{")) return out;
   std::vector<ToolCall> calls;
   while (!rest.empty()) {
-    const size_t end = rest.starts_with("{") ? object_end(rest) : std::string_view::npos;
+    const size_t end = rest.starts_with("{") ? json_value_end(rest, 0) : std::string_view::npos;
     ToolCall call;
     if (end == std::string_view::npos || !parse_tool_call_json(rest.substr(0, end), call, ToolFormat::llama3_json))
       return out;
@@ -218,15 +193,12 @@ ParsedAnswer parse_llama3_tool_calls(std::string_view text) {
 // Mistral's later tokenizers (Small 3.x, Magistral): [TOOL_CALLS]name[ARGS]{...} per call, [CALL_ID]id between
 // name and [ARGS] where the template writes one. `segments`: the text after each [TOOL_CALLS].
 bool mistral_args_calls(const std::vector<std::string_view>& segments, std::vector<ToolCall>& calls) {
-  static constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
   for (std::string_view seg : segments) {
-    const size_t args = seg.find(kArgs);
-    if (args == std::string_view::npos) return false;
-    std::string_view name = seg.substr(0, args);
-    if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
-    if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return false;
+    std::string_view name;
+    size_t value = 0;
+    if (!mistral_args_call(seg, name, value)) return false;
     // The arguments' text as written (trimmed), read as a call's "arguments" value.
-    std::string_view raw = trim_left(seg.substr(args + kArgs.size()));
+    std::string_view raw = seg.substr(value);
     raw = raw.substr(0, raw.find_last_not_of(" \t\r\n") + 1);
     CallScan scan;
     scan.args_begin = 0;
@@ -248,19 +220,12 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   out.content = std::string(text);
   const size_t at = text.find(kMistralCalls);
   if (at == std::string_view::npos) return out;
-  std::vector<std::string_view> segments;
-  std::string rest;
-  for (size_t from = at; from != std::string_view::npos;) {
-    const size_t next = text.find(kMistralCalls, from + kMistralCalls.size());
-    const size_t begin = from + kMistralCalls.size();
-    segments.push_back(text.substr(begin, next == std::string_view::npos ? std::string_view::npos : next - begin));
-    rest += segments.back();
-    from = next;
-  }
+  const MistralSegments m = mistral_segments(text, at);
+  const std::string& rest = m.joined;
   std::vector<ToolCall> calls;
-  const std::string_view first = trim_left(segments[0]);
+  const std::string_view first = trim_left(m.segments[0]);
   if (!first.starts_with("[") && !first.starts_with("{")) {
-    if (!mistral_args_calls(segments, calls)) return out;
+    if (!mistral_args_calls(m.segments, calls)) return out;
     out.content = std::string(text.substr(0, at));
     out.calls = std::move(calls);
     return out;
@@ -281,11 +246,11 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   const std::string_view body = trim_left(rest);
   if (v.is_array()) {
     if (v.as_array().empty()) return out;
-    for (size_t i = trim_at(body, 1); body[i] != ']';) {
+    for (size_t i = skip_json_space(body, 1); body[i] != ']';) {
       const size_t end = json_value_end(body, i);
       if (!add(body.substr(i, end - i))) return out;
-      i = trim_at(body, end);
-      if (body[i] == ',') i = trim_at(body, i + 1);
+      i = skip_json_space(body, end);
+      if (body[i] == ',') i = skip_json_space(body, i + 1);
     }
   } else if (!add(body)) {
     return out;
@@ -295,12 +260,17 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
   return out;
 }
 
+std::string_view forced_json_opening(ToolFormat format) {
+  if (format == ToolFormat::hermes) return "<tool_call>\n";
+  if (format == ToolFormat::mistral) return "[TOOL_CALLS][";
+  return {};
+}
+
 ParsedAnswer forced_calls(std::string_view text, ToolFormat format) {
-  if (format == ToolFormat::hermes)
-    return parse_hermes_tool_calls(std::string(kToolCallOpen) + "\n" + std::string(text));
+  const std::string opened = std::string(forced_json_opening(format)) + std::string(text);
+  if (format == ToolFormat::hermes) return parse_hermes_tool_calls(opened);
   if (format == ToolFormat::mistral) {
     // The array is closed by "]" when the model wrote it, else left open after the last call.
-    const std::string opened = std::string(kMistralCalls) + "[" + std::string(text);
     ParsedAnswer a = parse_mistral_tool_calls(opened);
     return a.calls.empty() ? parse_mistral_tool_calls(opened + "]") : a;
   }

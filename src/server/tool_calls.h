@@ -72,6 +72,10 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text);
 ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, ToolFormat format = ToolFormat::hermes,
                          std::string_view forced_name = {});
 
+// The opening a forced answer is read behind, where the format's parser needs one in front of the call objects:
+// Hermes "<tool_call>\n", Mistral "[TOOL_CALLS][" (forced_calls, and ToolCallStream as it streams); empty for others.
+std::string_view forced_json_opening(ToolFormat format);
+
 // A forced answer (the text after ToolRequest::forced_prefix) read by `format`'s parser behind that opening: its
 // calls, or content where it is not calls.
 ParsedAnswer forced_calls(std::string_view text, ToolFormat format);

@@ -2,29 +2,17 @@
 // content, and 240 random call lists against what Python's ast reads from them (python/tests/test_pythonic_fixture.py).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "loader/json.h"
 #include "loader/json_writer.h"
 #include "server/tool_format_pythonic.h"
+#include "server/tool_test_util.h"
 
 namespace attnzoo::server {
 namespace {
 
-std::string read_data(const std::string& name) {
-  std::filesystem::path p;
-  for (const char* root : {".", ".."}) {
-    p = std::filesystem::path(root) / "python/tests/data" / name;
-    if (std::filesystem::exists(p)) break;
-  }
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using tool_test::read_test_data;
 
 std::string canonical(const json::Value& v) {
   json::Writer w;
@@ -70,7 +58,7 @@ TEST(PythonicToolCalls, AnythingElseIsContent) {
 TEST(PythonicToolCalls, MatchesPythonsAst) {
   // python/tests/test_pythonic_fixture.py: random call lists written by repr() / json.dumps, and broken variants,
   // with the calls Python's ast reads out of them (null: no call).
-  const std::string text = read_data("pythonic_tool_calls.json");
+  const std::string text = read_test_data("pythonic_tool_calls.json");
   ASSERT_FALSE(text.empty());
   const json::Value cases = json::parse(text);
   size_t calls = 0;

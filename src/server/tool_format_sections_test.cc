@@ -4,9 +4,6 @@
 // schema, the refusals of forced choices the formats cannot hold, the history's arguments, and the streamed form.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,9 +17,12 @@
 #include "server/tool_calls.h"
 #include "server/tool_format_sections.h"
 #include "server/tool_request.h"
+#include "server/tool_test_util.h"
 
 namespace attnzoo::server {
 namespace {
+
+using tool_test::read_test_data;
 
 std::string args(const ToolCall& c) {
   json::Writer w;
@@ -134,18 +134,6 @@ TEST(KimiK2ToolCalls, IdsNamesAndContent) {
   EXPECT_TRUE(a.calls.empty());
 }
 
-std::string read_data(const std::string& name) {
-  std::filesystem::path p;
-  for (const char* root : {".", ".."}) {
-    p = std::filesystem::path(root) / "python/tests/data" / name;
-    if (std::filesystem::exists(p)) break;
-  }
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(ToolFormat, SectionAndPythonicDetectedFromRealTemplates) {
   const std::vector<std::pair<std::string, ToolFormat>> cases = {
       {"deepseek-ai-DeepSeek-V3.jinja", ToolFormat::deepseek_v3},
@@ -155,7 +143,7 @@ TEST(ToolFormat, SectionAndPythonicDetectedFromRealTemplates) {
       {"vllm-llama3.2-pythonic.jinja", ToolFormat::pythonic},
       {"meta-llama-Llama-3.2-3B-Instruct.jinja", ToolFormat::llama3_json}};
   for (const auto& [file, format] : cases) {
-    const std::string src = read_data("chat_templates/" + file);
+    const std::string src = read_test_data("chat_templates/" + file);
     ASSERT_FALSE(src.empty()) << file;
     EXPECT_EQ(detect_tool_format(src), format) << file;
   }
@@ -178,7 +166,7 @@ std::string canonical(const json::Value& v) {
 TEST(SectionToolCalls, MatchVllmRegexes) {
   // python/tests/test_section_calls_fixture.py: random closed answers in each format with the content and calls
   // vLLM's deepseek_v3 / deepseek_v31 / kimi_k2 regular expressions and Python's json read from them.
-  const std::string text = read_data("section_tool_calls.json");
+  const std::string text = read_test_data("section_tool_calls.json");
   ASSERT_FALSE(text.empty());
   const json::Value cases = json::parse(text);
   size_t calls = 0;

@@ -4,10 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,9 +15,12 @@
 #include "server/responses.h"
 #include "server/tool_calls.h"
 #include "server/tool_request.h"
+#include "server/tool_test_util.h"
 
 namespace attnzoo::server {
 namespace {
+
+using tool_test::read_test_data;
 
 json::Value args_of(const ToolCall& c) { return json::parse(c.arguments); }
 
@@ -123,19 +123,6 @@ TEST(MistralToolCalls, IdsAreUniqueAlphanumericNine) {
   EXPECT_EQ(ids.size(), 20000u);
 }
 
-// The repository's copies of the published templates, found from the repository root or the build folder (ctest).
-std::string read_template(const std::string& name) {
-  std::filesystem::path p;
-  for (const char* root : {".", ".."}) {
-    p = std::filesystem::path(root) / "python/tests/data/chat_templates" / name;
-    if (std::filesystem::exists(p)) break;
-  }
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(ToolFormat, DetectedFromRealTemplates) {
   const std::vector<std::pair<std::string, ToolFormat>> cases = {
       {"Qwen-Qwen2.5-7B-Instruct.jinja", ToolFormat::hermes},
@@ -149,7 +136,7 @@ TEST(ToolFormat, DetectedFromRealTemplates) {
       {"google-gemma-2-2b-it.jinja", ToolFormat::none},
       {"HuggingFaceTB-SmolLM2-135M-Instruct.jinja", ToolFormat::none}};
   for (const auto& [file, format] : cases) {
-    const std::string src = read_template(file);
+    const std::string src = read_test_data("chat_templates/" + file);
     ASSERT_FALSE(src.empty()) << file;
     EXPECT_EQ(detect_tool_format(src), format) << file;
   }
@@ -160,7 +147,8 @@ TEST(ToolFormat, DetectedFromRealTemplates) {
     parse_tool_call_parser("granite");
     ADD_FAILURE();
   } catch (const ArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("--tool-call-parser"), std::string::npos);
+    EXPECT_STREQ(e.what(), "--tool-call-parser: \"granite\" is not one of hermes, llama3_json, mistral, openai, "
+                           "deepseek_v3, deepseek_v31, kimi_k2, pythonic");
   }
 }
 

@@ -338,7 +338,7 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
   // The prompt ends as if the model had opened its call: Hermes' tag, Mistral's [TOOL_CALLS] and the array's '['
   // (a special token on Mistral's tokenizers, so written into the prompt rather than sampled under a mask; the
   // one-element array is never closed: the sample ends with its object). Llama 3.x's call is the bare object.
-  if (format == ToolFormat::hermes) r.forced_prefix = std::string(kToolCallOpen) + "\n";
+  if (format == ToolFormat::hermes) r.forced_prefix = std::string(forced_json_opening(format));
   else if (format == ToolFormat::mistral)
     r.forced_prefix =
         template_source.find("[TOOL_CALLS] [") != std::string_view::npos ? "[TOOL_CALLS] [" : "[TOOL_CALLS][";

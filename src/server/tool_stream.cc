@@ -1,22 +1,11 @@
 #include "server/tool_stream.h"
 
+#include "server/reasoning.h"  // tag_overlap: a tail that may still become a marker
 #include "server/tool_call_scan.h"
 #include "server/tool_format_pythonic.h"
 
 namespace attnzoo::server {
 namespace {
-
-size_t skip_space(std::string_view s, size_t i) {
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
-  return i;
-}
-
-// The longest tail of `text` that is a proper prefix of `marker` (it may still become the marker).
-size_t partial_tail(std::string_view text, std::string_view marker) {
-  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
-    if (marker.starts_with(text.substr(text.size() - n))) return n;
-  return 0;
-}
 
 // A Llama 3.x answer that may still turn out to be calls: so far only whitespace, or it begins with '{' or with
 // (a part of) <|python_tag|>.
@@ -30,22 +19,21 @@ bool may_be_llama3_calls(std::string_view answer) {
 }  // namespace
 
 ToolCallStream::ToolCallStream(ToolFormat format, ToolMode mode, bool parallel, std::string forced_name)
-    : format_(format), mode_(mode), parallel_(parallel), forced_name_(std::move(forced_name)) {
-  if (mode_ == ToolMode::forced) {
-    // As forced_calls reads the answer: behind the opening the prompt ended with.
-    if (format_ == ToolFormat::hermes) opening_ = std::string(kToolCallOpen) + "\n";
-    else if (format_ == ToolFormat::mistral) opening_ = std::string(kMistralCalls) + "[";
-  }
-  answer_ = opening_;
-}
+    : format_(format),
+      mode_(mode),
+      parallel_(parallel),
+      forced_name_(std::move(forced_name)),
+      // As forced_calls reads the answer: behind the opening the prompt ended with.
+      opening_(mode == ToolMode::forced ? forced_json_opening(format) : std::string_view()),
+      answer_(opening_) {}
 
 std::string_view ToolCallStream::definite() const {
   const std::string_view a = answer_;
   size_t hold = 0;
   if (format_ == ToolFormat::hermes)
-    hold = std::max(partial_tail(a, kToolCallOpen), partial_tail(a, kToolCallClose));
+    hold = std::max(tag_overlap(a, kToolCallOpen), tag_overlap(a, kToolCallClose));
   else if (format_ != ToolFormat::llama3_json && !tool_call_marker(format_).empty())  // (Llama's tag only leads)
-    hold = partial_tail(a, tool_call_marker(format_));
+    hold = tag_overlap(a, tool_call_marker(format_));
   return a.substr(0, a.size() - hold);
 }
 
@@ -74,7 +62,7 @@ ToolCallStream::Read ToolCallStream::hermes_calls(std::string_view text, size_t 
     const size_t close = text.find(kToolCallClose, body);
     const std::string_view block =
         text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body);
-    const size_t start = skip_space(block, 0);
+    const size_t start = skip_json_space(block, 0);
     if (start == block.size()) return out;  // nothing yet (or an empty block: not a call)
     Partial p;
     bool closed = false;
@@ -90,8 +78,8 @@ ToolCallStream::Read ToolCallStream::hermes_calls(std::string_view text, size_t 
 
 ToolCallStream::Read ToolCallStream::llama3_calls(std::string_view text, size_t from) const {
   Read out;
-  size_t i = skip_space(text, from);
-  if (from == 0 && text.substr(i).starts_with(kPythonTag)) i = skip_space(text, i + kPythonTag.size());
+  size_t i = skip_json_space(text, from);
+  if (from == 0 && text.substr(i).starts_with(kPythonTag)) i = skip_json_space(text, i + kPythonTag.size());
   while (i < text.size() && text[i] == '{') {
     Partial p;
     bool closed = false;
@@ -99,35 +87,27 @@ ToolCallStream::Read ToolCallStream::llama3_calls(std::string_view text, size_t 
     if (!read_partial(object, format_, p.name, p.arguments, closed)) return out;
     out.calls.push_back(std::move(p));
     if (!closed) return out;
-    i = skip_space(text, i + scan_call_object(object, format_).end);
+    i = skip_json_space(text, i + scan_call_object(object, format_).end);
     if (i >= text.size() || text[i] != ';') return out;  // the end, or not calls after all (then content)
     out.settled = out.calls.size();
     out.resume = i + 1;
-    i = skip_space(text, i + 1);
+    i = skip_json_space(text, i + 1);
   }
   return out;
 }
 
 ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t from) const {
   Read out;
-  const size_t first = text.find(kMistralCalls);
+  // (No marker begins in the content sent: the search starts where it stopped.)
+  const size_t first = text.find(kMistralCalls, content_sent_);
   if (first == std::string_view::npos) return out;
-  // As parse_mistral_tool_calls reads it: the segments after each [TOOL_CALLS], and their concatenation.
-  std::vector<std::string_view> segments;
-  std::string rest;
-  for (size_t from = first; from != std::string_view::npos;) {
-    const size_t begin = from + kMistralCalls.size();
-    const size_t next = text.find(kMistralCalls, begin);
-    segments.push_back(text.substr(begin, next == std::string_view::npos ? std::string_view::npos : next - begin));
-    rest += segments.back();
-    from = next;
-  }
-  const size_t start = skip_space(rest, 0);
-  if (start == rest.size()) return out;
-  const std::string_view r = rest;
+  const MistralSegments m = mistral_segments(text, first);
+  const std::string_view r = m.joined;
+  const size_t start = skip_json_space(r, 0);
+  if (start == r.size()) return out;
   if (r[start] == '{' || r[start] == '[') {
-    // One object, or an array of them (`from`: an offset into `rest`, after a settled element's ',').
-    size_t i = from > 0 ? skip_space(r, from) : r[start] == '[' ? skip_space(r, start + 1) : start;
+    // One object, or an array of them (`from`: an offset into the joined segments, after a settled element's ',').
+    size_t i = from > 0 ? skip_json_space(r, from) : r[start] == '[' ? skip_json_space(r, start + 1) : start;
     while (i < r.size() && r[i] == '{') {
       Partial p;
       bool closed = false;
@@ -135,28 +115,24 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
       if (!read_partial(object, format_, p.name, p.arguments, closed)) return out;
       out.calls.push_back(std::move(p));
       if (!closed || r[start] != '[') return out;
-      i = skip_space(r, i + scan_call_object(object, format_).end);
+      i = skip_json_space(r, i + scan_call_object(object, format_).end);
       if (i >= r.size() || r[i] != ',') return out;
       out.settled = out.calls.size();
       out.resume = i + 1;
-      i = skip_space(r, i + 1);
+      i = skip_json_space(r, i + 1);
     }
     return out;
   }
   if (from > 0) return out;  // (only the JSON forms resume)
-  // name[ARGS]{...} after each [TOOL_CALLS] (name[CALL_ID]id[ARGS]... where the template writes ids).
-  static constexpr std::string_view kArgs = "[ARGS]", kCallId = "[CALL_ID]";
-  for (size_t s = 0; s < segments.size(); ++s) {
-    const std::string_view seg = segments[s];
-    const size_t args = seg.find(kArgs);
-    if (args == std::string_view::npos) return out;
-    std::string_view name = seg.substr(0, args);
-    if (const size_t id = name.find(kCallId); id != std::string_view::npos) name = name.substr(0, id);
-    if (name.empty() || name.find_first_of(" \t\r\n{[\"") != std::string_view::npos) return out;
-    const std::string_view value = seg.substr(skip_space(seg, args + kArgs.size()));
+  // name[ARGS]{...} after each [TOOL_CALLS].
+  for (size_t s = 0; s < m.segments.size(); ++s) {
+    std::string_view name;
+    size_t at = 0;
+    if (!mistral_args_call(m.segments[s], name, at)) return out;
+    const std::string_view value = m.segments[s].substr(at);
     Partial p;
     p.name = std::string(name);
-    const bool last = s + 1 == segments.size();
+    const bool last = s + 1 == m.segments.size();
     const size_t end = json_value_end(value, 0);
     if (!value.empty() && value[0] == '{') {
       p.arguments = std::string(value.substr(0, end == std::string_view::npos ? value.size() : end));
