@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "loader/json.h"
-#include "loader/json_writer.h"
 
 namespace attnzoo::server {
 namespace {
@@ -22,7 +21,7 @@ std::string_view trim(std::string_view s) {
 
 bool plain_name(std::string_view s) { return !s.empty() && s.find_first_of(" \t\r\n<>{}\"") == npos; }
 
-// The arguments as OpenAI's JSON text; false unless `text` is one whole JSON object.
+// The arguments: `text` itself, trimmed, when it is one whole JSON object (false otherwise).
 bool arguments_object(std::string_view text, std::string& out) {
   json::Value v;
   try {
@@ -31,9 +30,7 @@ bool arguments_object(std::string_view text, std::string& out) {
     return false;
   }
   if (!v.is_object()) return false;
-  json::Writer w;
-  w.value(v);
-  out = w.take();
+  out = std::string(trim(text));  // as the model wrote it, as the other formats and vLLM's parsers keep it
   return true;
 }
 
