@@ -98,7 +98,22 @@ std::string text_of(i128 v) {
   return neg ? "-" + out : out;
 }
 
+// The four bounds parse_number_bounds reads (multipleOf besides).
+struct Bound {
+  const char* key;
+  bool upper, open;
+};
+constexpr Bound kBounds[] = {{"minimum", false, false},
+                             {"exclusiveMinimum", false, true},
+                             {"maximum", true, false},
+                             {"exclusiveMaximum", true, true}};
+
 }  // namespace
+
+bool has_number_bounds(const json::Value& s) {
+  return s.find("multipleOf") || std::any_of(std::begin(kBounds), std::end(kBounds),
+                                             [&](const Bound& k) { return s.find(k.key) != nullptr; });
+}
 
 void number_digit(NumberSoFar& n, bool in_fraction, uint8_t digit, const NumberBounds& b) {
   if (!in_fraction) {
@@ -161,13 +176,8 @@ bool NumberBounds::holds(const NumberSoFar& n) const {
 NumberBounds parse_number_bounds(const json::Value& s, const std::string& pointer, bool integer) {
   NumberBounds b;
   b.integer = integer;
-  struct Bound {
-    const char* key;
-    bool upper, open;
-  };
   std::vector<std::pair<Bound, Decimal>> found;
-  for (const Bound k : {Bound{"minimum", false, false}, Bound{"exclusiveMinimum", false, true},
-                        Bound{"maximum", true, false}, Bound{"exclusiveMaximum", true, true}}) {
+  for (const Bound& k : kBounds) {
     const json::Value* v = s.find(k.key);
     if (!v) continue;
     const std::string at = pointer + "/" + k.key;

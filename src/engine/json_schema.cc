@@ -239,9 +239,7 @@ class Compiler {
         types.push_back("array");
       if (s.find("minLength") || s.find("maxLength") || s.find("format") || s.find("pattern"))
         types.push_back("string");
-      if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
-                      [&](const char* k) { return s.find(k) != nullptr; }))
-        types.push_back(s.find("multipleOf") ? "integer" : "number");
+      if (has_number_bounds(s)) types.push_back(s.find("multipleOf") ? "integer" : "number");
       if (types.empty()) return {{}, {any()}};
     }
     // "number" takes every "integer" too: one node, or the first byte could not tell them apart.
@@ -330,8 +328,7 @@ class Compiler {
       }
     } else if (type == "number" || type == "integer") {
       n.kind = type == "number" ? Kind::number : Kind::integer;
-      if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
-                      [&](const char* k) { return s.find(k) != nullptr; })) {
+      if (has_number_bounds(s)) {
         if (g_->number_bounds.size() >= kNone - 1) refuse("", "too many bounded numbers");
         g_->number_bounds.push_back(parse_number_bounds(s, pointer, n.kind == Kind::integer));
         n.bounds = uint16_t(g_->number_bounds.size() - 1);
