@@ -83,6 +83,7 @@ def test_random_walks_end_in_matching_strings(pattern):
     (r"^\n$", "matches no string written without escapes"),
     ("(" * 65 + ")" * 65, "nested more than 64 deep"),
     ("(a|b)*a(a|b){12}$", "more than 2048 DFA states"),
+    ("(?:a{1000}){1000}", "too large"),  # the NFA's cap (16 * 2048 states), before any DFA state
 ])
 def test_outside_the_subset_is_refused_by_name(pattern, words):
     with pytest.raises(ValueError) as e:
