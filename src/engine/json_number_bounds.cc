@@ -132,8 +132,9 @@ bool NumberBounds::viable(const NumberSoFar& n, Stage stage, bool zero_whole) co
     constexpr i128 kMax = i128(uint64_t(1) << 63);  // int64's range, as magnitudes
     if (stage == Stage::minus) return meets_integer(0, kMax, r, step);
     if (zero_whole) return meets_integer(0, 0, r, step);
-    const i128 p = n.whole;
-    for (i128 lo = p, width = 1; lo <= kMax; lo *= 10, width *= 10)
+    // Each further digit multiplies the candidates by 10: past the range's top none can meet it (as for numbers).
+    const i128 top = r.has_hi ? std::min(r.hi, kMax) : kMax;
+    for (i128 lo = n.whole, width = 1; lo <= top; lo *= 10, width *= 10)
       if (meets_integer(lo, lo + width - 1, r, step)) return true;
     return false;
   }
