@@ -27,6 +27,8 @@ class JsonSchemaRecognizer {
   // `schema` must outlive the recognizer (the scheduler keeps the request's shared_ptr).
   explicit JsonSchemaRecognizer(const JsonSchema& schema) : schema_(&schema), want_(schema.root) {}
 
+  // Back to the start of a new document of the same schema.
+  void restart() { *this = JsonSchemaRecognizer(*schema_); }
   // False leaves the state unchanged.
   bool push(uint8_t byte);
   // All of `bytes`, or false with the state unchanged.
