@@ -291,19 +291,21 @@ def walk(schema_text, rng, limit=400, grow=False):
     return None, False
 
 
+def walks(schema_text, seed, tries, at_least, limit=400, alternate=False):
+    """The documents of `tries` walks (seeded by `seed`) that ended within `limit` bytes: at least `at_least` of
+    them. `alternate`: every second walk grows (see walk)."""
+    rng = random.Random(seed)
+    docs = [walk(schema_text, rng, limit, alternate and i % 2 == 1)[0] for i in range(tries)]
+    docs = [d for d in docs if d is not None]
+    assert len(docs) >= at_least, f"{len(docs)} of {tries} walks ended"
+    return docs
+
+
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 def test_random_walks_through_the_recognizer_end_in_valid_documents(name):
     schema = SCHEMAS[name]
-    text_schema = json.dumps(schema)
-    rng = random.Random("walk" + name)
-    ended = 0
-    for i in range(40):
-        doc, complete = walk(text_schema, rng, grow=i % 2 == 1)
-        if doc is None:
-            continue
-        ended += 1
+    for doc in walks(json.dumps(schema), "walk" + name, 40, 15, alternate=True):
         assert oracle(doc, schema), f"the recognizer let through an invalid document: {doc!r}"
-    assert ended >= 15
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))

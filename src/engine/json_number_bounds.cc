@@ -98,7 +98,22 @@ std::string text_of(i128 v) {
   return neg ? "-" + out : out;
 }
 
+// The four bounds parse_number_bounds reads (multipleOf besides).
+struct Bound {
+  const char* key;
+  bool upper, open;
+};
+constexpr Bound kBounds[] = {{"minimum", false, false},
+                             {"exclusiveMinimum", false, true},
+                             {"maximum", true, false},
+                             {"exclusiveMaximum", true, true}};
+
 }  // namespace
+
+bool has_number_bounds(const json::Value& s) {
+  return s.find("multipleOf") || std::any_of(std::begin(kBounds), std::end(kBounds),
+                                             [&](const Bound& k) { return s.find(k.key) != nullptr; });
+}
 
 void number_digit(NumberSoFar& n, bool in_fraction, uint8_t digit, const NumberBounds& b) {
   if (!in_fraction) {
@@ -117,8 +132,9 @@ bool NumberBounds::viable(const NumberSoFar& n, Stage stage, bool zero_whole) co
     constexpr i128 kMax = i128(uint64_t(1) << 63);  // int64's range, as magnitudes
     if (stage == Stage::minus) return meets_integer(0, kMax, r, step);
     if (zero_whole) return meets_integer(0, 0, r, step);
-    const i128 p = n.whole;
-    for (i128 lo = p, width = 1; lo <= kMax; lo *= 10, width *= 10)
+    // Each further digit multiplies the candidates by 10: past the range's top none can meet it (as for numbers).
+    const i128 top = r.has_hi ? std::min(r.hi, kMax) : kMax;
+    for (i128 lo = n.whole, width = 1; lo <= top; lo *= 10, width *= 10)
       if (meets_integer(lo, lo + width - 1, r, step)) return true;
     return false;
   }
@@ -161,13 +177,8 @@ bool NumberBounds::holds(const NumberSoFar& n) const {
 NumberBounds parse_number_bounds(const json::Value& s, const std::string& pointer, bool integer) {
   NumberBounds b;
   b.integer = integer;
-  struct Bound {
-    const char* key;
-    bool upper, open;
-  };
   std::vector<std::pair<Bound, Decimal>> found;
-  for (const Bound k : {Bound{"minimum", false, false}, Bound{"exclusiveMinimum", false, true},
-                        Bound{"maximum", true, false}, Bound{"exclusiveMaximum", true, true}}) {
+  for (const Bound& k : kBounds) {
     const json::Value* v = s.find(k.key);
     if (!v) continue;
     const std::string at = pointer + "/" + k.key;

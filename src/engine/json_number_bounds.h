@@ -53,8 +53,7 @@ void number_digit(NumberSoFar& n, bool in_fraction, uint8_t digit, const NumberB
 // be honoured (a bound of the wrong kind, a range no value lies in, multipleOf on a number).
 NumberBounds parse_number_bounds(const json::Value& s, const std::string& pointer, bool integer);
 
-// The keywords parse_number_bounds reads.
-inline constexpr const char* kNumberBoundKeywords[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                                                       "multipleOf"};
+// `s` (an object) holds one of the keywords parse_number_bounds reads.
+bool has_number_bounds(const json::Value& s);
 
 }  // namespace attnzoo

@@ -239,9 +239,7 @@ class Compiler {
         types.push_back("array");
       if (s.find("minLength") || s.find("maxLength") || s.find("format") || s.find("pattern"))
         types.push_back("string");
-      if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
-                      [&](const char* k) { return s.find(k) != nullptr; }))
-        types.push_back(s.find("multipleOf") ? "integer" : "number");
+      if (has_number_bounds(s)) types.push_back(s.find("multipleOf") ? "integer" : "number");
       if (types.empty()) return {{}, {any()}};
     }
     // "number" takes every "integer" too: one node, or the first byte could not tell them apart.
@@ -307,12 +305,18 @@ class Compiler {
       if (const Value* f = s.find("format")) {
         const std::string at = child_pointer(pointer, "format");
         if (!f->is_string()) refuse(at, "format must be a string");
-        n.format = string_format(f->as_string());
-        if (n.format == StringFormat::none)
+        const StringFormat format = string_format(f->as_string());
+        if (format == StringFormat::none)
           refuse(at, "format \"" + f->as_string() + "\" is not supported (supported: " +
                          std::string(kStringFormats) + ")");
         if (s.find("minLength") || s.find("maxLength") || s.find("pattern"))
           refuse(pointer, "minLength / maxLength / pattern beside format is not supported");
+        n.email = format == StringFormat::email;
+        if (!n.email) {  // a shared DFA, outside the patterns' state budget below
+          if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
+          g_->patterns.push_back(format_pattern(format));
+          n.pattern = uint16_t(g_->patterns.size() - 1);
+        }
       }
       if (const Value* re = s.find("pattern")) {
         const std::string at = child_pointer(pointer, "pattern");
@@ -320,18 +324,17 @@ class Compiler {
         if (s.find("minLength") || s.find("maxLength"))
           refuse(pointer, "minLength / maxLength beside pattern is not supported");
         if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
-        g_->patterns.push_back(compile_string_pattern(re->as_string(), at));
+        g_->patterns.push_back(std::make_shared<const StringPattern>(compile_string_pattern(re->as_string(), at)));
         n.pattern = uint16_t(g_->patterns.size() - 1);
         // Each DFA state is a 512-byte row: a request's patterns stay within 8 MiB in all.
-        pattern_states_ += g_->patterns.back().next.size();
+        pattern_states_ += g_->patterns.back()->next.size();
         if (pattern_states_ > 8 * StringPattern::kMaxStates)
           refuse(at, "the schema's patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
                          " DFA states in all");
       }
     } else if (type == "number" || type == "integer") {
       n.kind = type == "number" ? Kind::number : Kind::integer;
-      if (std::any_of(std::begin(kNumberBoundKeywords), std::end(kNumberBoundKeywords),
-                      [&](const char* k) { return s.find(k) != nullptr; })) {
+      if (has_number_bounds(s)) {
         if (g_->number_bounds.size() >= kNone - 1) refuse("", "too many bounded numbers");
         g_->number_bounds.push_back(parse_number_bounds(s, pointer, n.kind == Kind::integer));
         n.bounds = uint16_t(g_->number_bounds.size() - 1);

@@ -70,8 +70,8 @@ struct JsonSchema {
     // t, the object goes on as node variants[first_variant + t].
     uint32_t first_variant = 0, num_variants = 0;
     uint16_t bounds = kNone;  // number / integer: into number_bounds
-    StringFormat format = StringFormat::none;  // string
-    uint16_t pattern = kNone;                  // string: into patterns
+    bool email = false;        // string: format email (engine/json_string_format.h; the other formats are patterns)
+    uint16_t pattern = kNone;  // string: into patterns (a `pattern`, or a format's shared DFA)
   };
   struct Property {
     uint16_t value;  // its value's position
@@ -95,7 +95,7 @@ struct JsonSchema {
   std::vector<TrieNode> trie;
   std::vector<uint16_t> variants;
   std::vector<NumberBounds> number_bounds;
-  std::vector<StringPattern> patterns;
+  std::vector<std::shared_ptr<const StringPattern>> patterns;
   std::vector<uint16_t> node_need, position_need;  // nesting levels a value needs at least (containers count one)
   uint16_t root = 0;                                // the document's position
 

@@ -97,9 +97,9 @@ bool JsonSchemaRecognizer::begin_value(uint8_t b) {
       return true;
     case Kind::string:
       want_ = id, key_ = false, len_ = 0;
-      mode_ = n.format == StringFormat::none && n.pattern == JsonSchema::kNone ? Mode::string : Mode::formatted;
-      fmt_ = format_start(n.format);
-      if (n.pattern != JsonSchema::kNone) fmt_.wide = schema_->patterns[n.pattern].start;
+      mode_ = n.pattern != JsonSchema::kNone ? Mode::pattern : n.email ? Mode::email : Mode::string;
+      if (n.pattern != JsonSchema::kNone) state_ = schema_->patterns[n.pattern]->start;
+      if (n.email) email_ = EmailSoFar{};
       return true;
     case Kind::number:
     case Kind::integer:
@@ -260,22 +260,18 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
         break;
       }
       case Mode::string: ok = string_byte(b); break;
-      case Mode::formatted: {
-        const auto& n = node(want_);
-        if (n.pattern != JsonSchema::kNone) {  // fmt_.wide: the pattern's DFA state
-          const StringPattern& p = schema_->patterns[n.pattern];
-          if (b == '"') {
-            ok = p.accepting[fmt_.wide] && end_value();
-          } else {
-            const uint16_t next = p.next[fmt_.wide][b];
-            ok = next != StringPattern::kDead;
-            if (ok) fmt_.wide = next;
-          }
-          break;
+      case Mode::pattern: {
+        const StringPattern& p = *schema_->patterns[node(want_).pattern];
+        if (b == '"') {
+          ok = p.accepting[state_] && end_value();
+        } else {
+          const uint16_t next = p.next[state_][b];
+          ok = next != StringPattern::kDead;
+          if (ok) state_ = next;
         }
-        ok = b == '"' ? format_may_end(n.format, fmt_) && end_value() : format_byte(n.format, fmt_, b);
         break;
       }
+      case Mode::email: ok = b == '"' ? email_may_end(email_) && end_value() : email_byte(email_, b); break;
       case Mode::escape:
         switch (escape_byte(b)) {
           case Escape::unicode: mode_ = Mode::unicode, aux_ = 4, ok = true; break;

@@ -27,6 +27,8 @@ class JsonSchemaRecognizer {
   // `schema` must outlive the recognizer (the scheduler keeps the request's shared_ptr).
   explicit JsonSchemaRecognizer(const JsonSchema& schema) : schema_(&schema), want_(schema.root) {}
 
+  // Back to the start of a new document of the same schema.
+  void restart() { *this = JsonSchemaRecognizer(*schema_); }
   // False leaves the state unchanged.
   bool push(uint8_t byte);
   // All of `bytes`, or false with the state unchanged.
@@ -57,7 +59,8 @@ class JsonSchemaRecognizer {
     after_value,  // ',' or the innermost container's closer
     array_open,   // after '[': an item or ']'
     string,       // inside a string (node want_, or a map's key when key_)
-    formatted,    // inside a string of node want_'s format or pattern: fmt_
+    pattern,      // inside a string of node want_'s pattern (or format): DFA state state_
+    email,        // inside a string of format email: email_
     escape,
     unicode,      // after "\u": aux_ hex digits to come
     utf8,         // aux_ continuation bytes to come, the next in [lo_, hi_]
@@ -102,7 +105,8 @@ class JsonSchemaRecognizer {
   union {
     uint64_t keys_ = 0;  // key_literal: the properties whose key is still possible
     NumberSoFar num_;    // a bounded number's digits (engine/json_number_bounds.h)
-    FormatSoFar fmt_;    // a formatted string's characters (engine/json_string_format.h)
+    EmailSoFar email_;   // an email address's characters (engine/json_string_format.h)
+    uint16_t state_;     // a pattern's DFA state (engine/json_string_pattern.h)
   };
   uint32_t lit_ = 0, len_ = 0;
   uint16_t want_;

@@ -52,7 +52,6 @@ class JsonSequenceRecognizer {
   bool end_alive() const;
 
   JsonSchemaRecognizer document_;
-  const JsonSchema* schema_;
   const JsonSequence* sequence_;
   uint32_t matched_ = kInDocument;  // between documents: bytes of the separator / end matched so far
   int32_t documents_ = 1;

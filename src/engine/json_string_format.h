@@ -1,6 +1,8 @@
 #pragma once
-// json_schema's `format` for strings, each a small automaton over the string's characters (written plainly: no
-// escapes inside a formatted string), so a value is checked as it is written and no accepted prefix is a dead end:
+// json_schema's `format` for strings, checked as the value is written (plainly: no escapes inside a formatted
+// string) so that no accepted prefix is a dead end. All but email are patterns (engine/json_string_pattern.h) whose
+// DFAs are compiled once per process and shared; email's length limits would take a DFA past its state cap, so it
+// is a small automaton here:
 //   date       RFC 3339 full-date YYYY-MM-DD: months 01-12, days within the month (February 29 in leap years
 //              only), years 0001-9999 (Python's date has no year 0).
 //   time       RFC 3339 full-time HH:MM:SS[.f](Z|+HH:MM|-HH:MM), as JSON Schema requires (the offset is not
@@ -16,31 +18,34 @@
 //   duration   ISO 8601 as JSON Schema's appendix writes it: P, then nW, or date parts nY nM nD in order and / or
 //              T with nH nM nS in order (at least one part everywhere; whole numbers of up to 9 digits).
 #include <cstdint>
+#include <memory>
 #include <string_view>
+
+#include "engine/json_string_pattern.h"
 
 namespace attnzoo {
 
 enum class StringFormat : uint8_t { none, date, time, date_time, uuid, ipv4, email, duration };
 
-// What a recognizer keeps of a formatted string (6 bytes; copied per vocabulary trie edge). Start from
-// format_start.
-struct FormatSoFar {
-  uint16_t wide;  // date: the year; email: the domain's labels; duration: the parts written
-  uint8_t at;     // where in the format (see json_string_format.cc)
-  uint8_t field;  // the current field's value or length
-  uint8_t aux;    // date: the month; email: the length so far; duration: digits in the number
-  uint8_t last;   // the byte before (email)
-};
-
 // `name` as json_schema spells it (StringFormat::none when unknown), and the supported names for messages.
 StringFormat string_format(std::string_view name);
 inline constexpr std::string_view kStringFormats = "date, time, date-time, uuid, ipv4, email, duration";
 
-// Byte b (a character of the string, never its closing quote) continues a value of format f: `s` moved on.
-bool format_byte(StringFormat f, FormatSoFar& s, uint8_t b);
+// The format's DFA (shared, compiled at first use); null for email and none.
+std::shared_ptr<const StringPattern> format_pattern(StringFormat f);
+
+// What a recognizer keeps of an email address under way (6 bytes; copied per vocabulary trie edge). Start from {}.
+struct EmailSoFar {
+  uint16_t wide;  // the domain's labels
+  uint8_t at;     // 0 the local part, 1 the domain
+  uint8_t field;  // the current atom / label's length
+  uint8_t aux;    // the part's length so far
+  uint8_t last;   // the byte before
+};
+
+// Byte b (a character of the string, never its closing quote) continues an email address: `s` moved on.
+bool email_byte(EmailSoFar& s, uint8_t b);
 // The string may close here.
-bool format_may_end(StringFormat f, const FormatSoFar& s);
-// A formatted string's first state (after its opening quote).
-FormatSoFar format_start(StringFormat f);
+bool email_may_end(const EmailSoFar& s);
 
 }  // namespace attnzoo

@@ -72,5 +72,19 @@ TEST(JsonStringFormat, DottedQuadsFollowInetPton) {
   EXPECT_GT(valid, 100);
 }
 
+TEST(JsonStringFormat, FormatsShareOneDfaOutsideThePatternsBudget) {
+  // Compiled once per process: every schema holds the same DFA, however many formatted strings it has.
+  const auto a = format("date-time"), b = format("date-time");
+  ASSERT_EQ(a->patterns.size(), 1u);
+  EXPECT_EQ(a->patterns[0], b->patterns[0]);
+  EXPECT_LT(a->patterns[0]->next.size(), 400u);
+  // Enough date-times that their states, counted as a pattern's, would pass the budget of 8 * kMaxStates.
+  const size_t copies = 8 * StringPattern::kMaxStates / a->patterns[0]->next.size() + 1;
+  std::string items;
+  for (size_t i = 0; i < copies; ++i) items += (i ? ", " : "") + std::string(R"({"format": "date-time"})");
+  EXPECT_EQ(compile_json_schema(json::parse(R"({"prefixItems": [)" + items + "]}"))->patterns.size(), copies);
+  EXPECT_EQ(format("email")->patterns.size(), 0u);  // email keeps its own small automaton
+}
+
 }  // namespace
 }  // namespace attnzoo

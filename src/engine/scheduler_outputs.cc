@@ -22,8 +22,9 @@ std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r,
   if (tokenizer_)
     s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, r.request.params.skip_special_tokens);
   s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);
-  if (r.request.params.response_format == ResponseFormat::json_object) s->json.emplace();
-  if (r.request.params.response_format == ResponseFormat::json_schema) s->schema.emplace(*r.request.params.json_schema, r.request.params.json_sequence.get());
+  const RequestParams& p = r.request.params;
+  if (p.response_format == ResponseFormat::json_object) s->json.emplace();
+  if (p.response_format == ResponseFormat::json_schema) s->schema.emplace(*p.json_schema, p.json_sequence.get());
   return s;
 }
 
