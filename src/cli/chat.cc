@@ -139,10 +139,7 @@ int run_chat(const std::vector<std::string>& args) {
   const bool dim = !hide_thinking && ::isatty(STDOUT_FILENO);
   options.eos_token_ids = default_eos_ids(flags.model, tokenizer.get(), format.end_of_turn());
   if (harmony)  // <|call|> ends a turn too (gpt-oss lists it as EOS; a checkpoint that does not still stops)
-    for (std::string_view end : {server::kHarmonyReturn, server::kHarmonyCall}) {
-      const std::vector<int32_t> ids = tokenizer->encode(std::string(end), false);
-      if (ids.size() == 1 && tokenizer->is_special(ids[0])) options.eos_token_ids.push_back(ids[0]);
-    }
+    for (int32_t id : server::harmony_end_ids(*tokenizer)) options.eos_token_ids.push_back(id);
   options.cancel = [] { return g_interrupts > 0; };
 
   chat::List start;

@@ -8,6 +8,7 @@
 #include "loader/json.h"
 #include "loader/json_writer.h"
 #include "server/reasoning.h"
+#include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
 namespace {
@@ -69,6 +70,15 @@ Header parse_header(std::string_view h, bool has_role) {
 }
 
 }  // namespace
+
+std::vector<int32_t> harmony_end_ids(const tok::Tokenizer& tokenizer) {
+  std::vector<int32_t> out;
+  for (std::string_view end : {kHarmonyReturn, kHarmonyCall}) {
+    const std::vector<int32_t> ids = tokenizer.encode(end, false);
+    if (ids.size() == 1 && tokenizer.is_special(ids[0])) out.push_back(ids[0]);
+  }
+  return out;
+}
 
 std::string harmony_call_header(std::string_view function_name) {
   return "<|channel|>commentary to=functions." + std::string(function_name) + " <|constrain|>json<|message|>";

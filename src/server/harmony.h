@@ -16,11 +16,16 @@
 // message that holds no harmony marker (a model that never spoke harmony, words between messages) is content.
 // A message cut by max_tokens keeps what was read; a cut call is no call, its body comes back as content (as the
 // other formats' cut calls do).
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "server/tool_calls.h"
+
+namespace attnzoo::tok {
+class Tokenizer;
+}
 
 namespace attnzoo::server {
 
@@ -32,6 +37,10 @@ inline constexpr std::string_view kHarmonyConstrain = "<|constrain|>";
 inline constexpr std::string_view kHarmonyReturn = "<|return|>";
 inline constexpr std::string_view kHarmonyCall = "<|call|>";
 inline constexpr std::string_view kHarmonyEnd = "<|end|>";
+
+// The ids of <|return|> and <|call|>, each where the tokenizer has it as one special token: the ids a harmony
+// answer stops at (serve and chat), whether or not the checkpoint's generation_config lists them as EOS.
+std::vector<int32_t> harmony_end_ids(const tok::Tokenizer& tokenizer);
 
 // The text the prompt is extended with so that the model starts inside a message: a named tool call's header (the
 // body then held to the tool's parameters), or the final channel for response_format.

@@ -268,10 +268,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
     // <|return|> ends the answer, <|call|> a tool call: both end the turn (gpt-oss's generation_config lists them as
     // EOS; a checkpoint that does not still stops there).
     if (!p.ignore_eos)
-      for (std::string_view end : {kHarmonyReturn, kHarmonyCall}) {
-        const std::vector<int32_t> ids = tokenizer.encode(std::string(end), false);
-        if (ids.size() == 1 && tokenizer.is_special(ids[0])) p.stop_token_ids.push_back(ids[0]);
-      }
+      for (int32_t id : harmony_end_ids(tokenizer)) p.stop_token_ids.push_back(id);
   }
   if (tools.schema) {
     if (p.response_format != ResponseFormat::text)
