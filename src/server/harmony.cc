@@ -5,9 +5,9 @@
 #include <cctype>
 #include <span>
 
+#include "engine/stop.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
-#include "server/reasoning.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {

@@ -6,15 +6,10 @@
 
 #include "core/error.h"
 #include "engine/chat_turns.h"
+#include "engine/stop.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
-size_t tag_overlap(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (tag.starts_with(s.substr(s.size() - n))) return n;
-  return 0;
-}
-
 ReasoningParser parse_reasoning_parser(std::string_view name) {
   if (name == "qwen3") return ReasoningParser::qwen3;
   if (name == "deepseek_r1") return ReasoningParser::deepseek_r1;

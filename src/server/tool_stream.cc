@@ -1,5 +1,6 @@
 #include "server/tool_stream.h"
 
+#include "engine/stop.h"
 #include "server/tool_call_scan.h"
 #include "server/tool_format_pythonic.h"
 
@@ -9,13 +10,6 @@ namespace {
 size_t skip_space(std::string_view s, size_t i) {
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
   return i;
-}
-
-// The longest tail of `text` that is a proper prefix of `marker` (it may still become the marker).
-size_t partial_tail(std::string_view text, std::string_view marker) {
-  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
-    if (marker.starts_with(text.substr(text.size() - n))) return n;
-  return 0;
 }
 
 // A Llama 3.x answer that may still turn out to be calls: so far only whitespace, or it begins with '{' or with
@@ -43,9 +37,9 @@ std::string_view ToolCallStream::definite() const {
   const std::string_view a = answer_;
   size_t hold = 0;
   if (format_ == ToolFormat::hermes)
-    hold = std::max(partial_tail(a, kToolCallOpen), partial_tail(a, kToolCallClose));
+    hold = std::max(tag_overlap(a, kToolCallOpen), tag_overlap(a, kToolCallClose));
   else if (format_ != ToolFormat::llama3_json && !tool_call_marker(format_).empty())  // (Llama's tag only leads)
-    hold = partial_tail(a, tool_call_marker(format_));
+    hold = tag_overlap(a, tool_call_marker(format_));
   return a.substr(0, a.size() - hold);
 }
 
