@@ -121,8 +121,7 @@ int run_chat(const std::vector<std::string>& args) {
   const ChatFormat format(flags.model, tokenizer);
   server::check_reasoning_parser(reasoning, &format, *tokenizer, flags.model);
   // gpt-oss answers in harmony channels whatever the flag: read them, or the markers would be dropped into garbage.
-  const bool harmony = reasoning == server::ReasoningParser::openai_gptoss ||
-                       server::detect_tool_format(format.source()) == server::ToolFormat::openai;
+  const bool harmony = server::reads_harmony(server::detect_tool_format(format.source()), reasoning);
   if (hide_thinking && reasoning == server::ReasoningParser::none && !harmony)
     throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 (or a gpt-oss harmony template) "
                         "to tell the thinking apart");

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/reasoning.h"
 #include "server/tool_calls.h"
 
 namespace attnzoo::tok {
@@ -37,6 +38,12 @@ inline constexpr std::string_view kHarmonyConstrain = "<|constrain|>";
 inline constexpr std::string_view kHarmonyReturn = "<|return|>";
 inline constexpr std::string_view kHarmonyCall = "<|call|>";
 inline constexpr std::string_view kHarmonyEnd = "<|end|>";
+
+// Whether a chat's answers are read as harmony messages (serve and chat alike): the tool-call format is gpt-oss's
+// (--tool-call-parser openai, or read off the template) or the reasoning parser is openai_gptoss.
+inline bool reads_harmony(ToolFormat format, ReasoningParser parser) {
+  return format == ToolFormat::openai || parser == ReasoningParser::openai_gptoss;
+}
 
 // The ids of <|return|> and <|call|>, each where the tokenizer has it as one special token: the ids a harmony
 // answer stops at (serve and chat), whether or not the checkpoint's generation_config lists them as EOS.

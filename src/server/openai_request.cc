@@ -257,8 +257,7 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
       for (std::string_view tag : {kThinkOpen, kThinkClose}) keep_special_tag(tokenizer, tag, p);
   }
   std::string prefix = tools.forced_prefix;
-  r.harmony = chat_endpoint &&
-              (format == ToolFormat::openai || limits.reasoning_parser == ReasoningParser::openai_gptoss);
+  r.harmony = chat_endpoint && reads_harmony(format, limits.reasoning_parser);
   if (r.harmony) {
     r.reasoning = ReasoningParser::none;  // the harmony reader splits the channels itself
     p.skip_special_tokens = false;        // its markers are special tokens
