@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "core/error.h"
-#include "engine/json_schema_recognizer.h"
 #include "loader/json.h"
 #include "server/api_error.h"
 #include "server/harmony.h"
 #include "server/responses.h"
 #include "server/tool_request.h"
+#include "testing/tool_request_testing.h"
 
 namespace attnzoo::server {
 namespace {
@@ -220,17 +220,8 @@ TEST(HarmonyRequest, DetectedAndNamedAsVllmNamesThem) {
   EXPECT_STREQ(tool_format_name(ToolFormat::openai), "openai");
 }
 
-const std::string kTools =
-    R"([{"type": "function", "function": {"name": "get_weather", "parameters":
-        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "get_time"}}])";
-
-bool accepts(const JsonSchema& s, const std::string& text) {
-  JsonSchemaRecognizer r(s);
-  for (char c : text)
-    if (!r.push(uint8_t(c))) return false;
-  return r.complete();
-}
+using testing::accepts;
+using testing::kTools;
 
 TEST(HarmonyRequest, NamedChoiceOpensTheCallAndHoldsTheArguments) {
   const auto fields = [](const std::string& tools, const std::string& choice) {

@@ -12,7 +12,6 @@
 
 #include "chat/value.h"
 #include "core/error.h"
-#include "engine/json_schema_recognizer.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
@@ -20,6 +19,7 @@
 #include "server/tool_calls.h"
 #include "server/tool_format_sections.h"
 #include "server/tool_request.h"
+#include "testing/tool_request_testing.h"
 
 namespace attnzoo::server {
 namespace {
@@ -201,17 +201,8 @@ TEST(SectionToolCalls, MatchVllmRegexes) {
   EXPECT_GT(calls, 300u);
 }
 
-const std::string kTools =
-    R"([{"type": "function", "function": {"name": "get_weather", "parameters":
-        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "get_time"}}])";
-
-bool accepts(const JsonSchema& s, const std::string& text) {
-  JsonSchemaRecognizer r(s);
-  for (char c : text)
-    if (!r.push(uint8_t(c))) return false;
-  return r.complete();
-}
+using testing::accepts;
+using testing::kTools;
 
 ToolRequest forced(const std::string& choice, ToolFormat f, const std::string& tools = kTools) {
   return parse_tool_fields(json::parse("{\"tools\": " + tools + ", \"tool_choice\": " + choice + "}"), true, f);

@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "core/error.h"
-#include "engine/json_schema_recognizer.h"
 #include "loader/json.h"
 #include "server/api_error.h"
 #include "server/responses.h"
 #include "server/tool_calls.h"
 #include "server/tool_request.h"
+#include "testing/tool_request_testing.h"
 
 namespace attnzoo::server {
 namespace {
@@ -164,17 +164,8 @@ TEST(ToolFormat, DetectedFromRealTemplates) {
   }
 }
 
-const std::string kTools =
-    R"([{"type": "function", "function": {"name": "get_weather", "parameters":
-        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "get_time"}}])";
-
-bool accepts(const JsonSchema& s, const std::string& text) {
-  JsonSchemaRecognizer r(s);
-  for (char c : text)
-    if (!r.push(uint8_t(c))) return false;
-  return r.complete();
-}
+using testing::accepts;
+using testing::kTools;
 
 TEST(ToolFormat, ForcedCallPerFormat) {
   const auto forced = [](const std::string& choice, ToolFormat f, std::string_view src = {}) {
