@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/stop.h"
+#include "server/harmony.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
@@ -35,7 +36,7 @@ void check_reasoning_parser(ReasoningParser p, const ChatFormat* chat, const tok
   if (!chat)
     throw ArgumentError("--reasoning-parser " + name + ": " + model + " has no chat template, and reasoning is only "
                         "read from chat answers");
-  const std::string_view tag = p == ReasoningParser::openai_gptoss ? "<|channel|>" : kThinkClose;
+  const std::string_view tag = p == ReasoningParser::openai_gptoss ? kHarmonyChannel : kThinkClose;
   const std::vector<int32_t> close = tokenizer.encode(std::string(tag), false);
   if (!chat->mentions(tag) && close.size() != 1)
     throw ArgumentError("--reasoning-parser " + name + ": " + model + " knows no " + std::string(tag) +
