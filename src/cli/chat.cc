@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -115,8 +114,7 @@ int run_chat(const std::vector<std::string>& args) {
     else throw_unknown_option("chat", args[i], usage());
   }
   use_default_model(flags, "chat");
-  std::error_code ec;  // the template is read before the model: the same message Model::load gives
-  if (!std::filesystem::exists(flags.model, ec)) throw LoadError("model path not found: " + flags.model);
+  find_model_gguf(flags.model);  // the template is read before the model: a bad path gets Model::load's message
   const auto tokenizer = tok::Tokenizer::load(flags.model);
   const ChatFormat format(flags.model, tokenizer);
   server::check_reasoning_parser(reasoning, &format, *tokenizer, flags.model);
