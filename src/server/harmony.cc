@@ -127,6 +127,7 @@ void HarmonyReader::close_message(bool whole, Piece& out) {
     out.content += call_body_;
     return;
   }
+  if (!parallel_ && !calls_.empty()) return;
   ToolCall call;
   call.id = new_tool_call_id();
   call.name = call_name_;
@@ -194,8 +195,8 @@ HarmonyReader::Piece HarmonyReader::finish(bool stopped) {
   return out;
 }
 
-HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls) {
-  HarmonyReader reader(read_calls);
+HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls, bool parallel) {
+  HarmonyReader reader(read_calls, parallel);
   HarmonyReader::Piece a = reader.feed(text);
   HarmonyReader::Piece b = reader.finish(stopped);
   HarmonyAnswer out;

@@ -69,8 +69,9 @@ class HarmonyReader {
   struct Piece {
     std::string reasoning, content;
   };
-  // `read_calls`: false (no tools, tool_choice "none") reads a call's body as content.
-  explicit HarmonyReader(bool read_calls = true) : read_calls_(read_calls) {}
+  // `read_calls`: false (no tools, tool_choice "none") reads a call's body as content. `parallel`: false
+  // (parallel_tool_calls) keeps the first call only, as the other formats' readers do.
+  explicit HarmonyReader(bool read_calls = true, bool parallel = true) : read_calls_(read_calls), parallel_(parallel) {}
   Piece feed(std::string_view text);
   // `stopped`: the answer ended at an end-of-turn token (<|return|>, <|call|>: the open message is whole), not cut
   // by max_tokens.
@@ -85,7 +86,7 @@ class HarmonyReader {
   void body_text(std::string_view text, Piece& out);
   void stray_text(std::string_view text, Piece& out);
 
-  bool read_calls_;
+  bool read_calls_, parallel_;
   bool in_body_ = false;
   bool has_role_ = false;  // the header being read began with <|start|> (so with a role)
   Kind kind_ = Kind::content;
@@ -96,6 +97,6 @@ class HarmonyReader {
   std::vector<ToolCall> calls_;
 };
 
-HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls = true);
+HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls = true, bool parallel = true);
 
 }  // namespace attnzoo::server

@@ -77,6 +77,15 @@ TEST(Harmony, SeveralCallsAndAPreamble) {
   EXPECT_EQ(a.calls[0].arguments, R"({"city":"A"})");
   EXPECT_EQ(a.calls[1].name, "get_time");
   EXPECT_NE(a.calls[0].id, a.calls[1].id);
+  // parallel_tool_calls false: the first call only, the preamble still content.
+  const HarmonyAnswer one = read_harmony(
+      "<|channel|>commentary<|message|>Checking two cities.<|end|>"
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"A\"}"
+      "<|call|><|start|>assistant<|channel|>commentary to=functions.get_time json<|message|>{}<|call|>",
+      false, true, /*parallel=*/false);
+  EXPECT_EQ(one.content, "Checking two cities.");
+  ASSERT_EQ(one.calls.size(), 1u);
+  EXPECT_EQ(one.calls[0].name, "get_weather");
 }
 
 TEST(Harmony, MessagesOfOneFieldJoinWithNewlines) {
@@ -340,6 +349,23 @@ TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
     EXPECT_EQ(calls, 2u);
     EXPECT_EQ(reason, "tool_calls");
   }
+}
+
+TEST(HarmonyResponses, ParallelToolCallsFalseSendsTheFirstCallOnly) {
+  ResponseContext ctx = harmony_context(ToolMode::automatic);
+  ctx.parallel_tool_calls = false;
+  const json::Value c = whole(ctx, kTexts[2]);
+  const std::vector<json::Value>& calls = c.find("message")->find("tool_calls")->as_array();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].find("function")->find("name")->as_string(), "f");
+  StreamWriter w(ctx, 1, false, false);
+  SampleDelta d;
+  d.text = kTexts[2];
+  d.finish_reason = FinishReason::stop;
+  const json::Value v = json::parse(w.chunk(d).substr(6));
+  const json::Value& ch = v.find("choices")->as_array()[0];
+  ASSERT_EQ(ch.find("delta")->find("tool_calls")->as_array().size(), 1u);
+  EXPECT_EQ(ch.find("finish_reason")->as_string(), "tool_calls");
 }
 
 }  // namespace
