@@ -153,7 +153,7 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
       else w.null();
     } else {
       // Tool calls are read from the content only: the reasoning may mention <tool_call> freely.
-      ReasoningSplit r = split_reasoning(c.text, ctx.reasoning);
+      ReasoningSplit r;
       ParsedAnswer a;
       if (ctx.harmony) {
         HarmonyAnswer h = read_harmony(ctx.harmony_prefix + c.text, c.finish_reason == FinishReason::stop,
@@ -161,6 +161,7 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
         r = {h.has_reasoning, std::move(h.reasoning), std::move(h.content)};
         a = {r.content, std::move(h.calls)};
       } else {
+        r = split_reasoning(c.text, ctx.reasoning);
         a = read_answer(r.content, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_format,
                         ctx.tool_forced_name);
       }
