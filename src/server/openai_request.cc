@@ -251,16 +251,16 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   if (tools.mode == ToolMode::automatic) keep_special_tag(tokenizer, tool_call_marker(tools.format), p);
   r.parallel_tool_calls = tools.parallel;
   if (const Value* v = field(body, "include_reasoning")) r.include_reasoning = bool_field(*v, "include_reasoning");
-  if (chat_endpoint && tools.mode != ToolMode::forced && p.response_format == ResponseFormat::text) {
+  r.harmony = chat_endpoint && reads_harmony(format, limits.reasoning_parser);
+  // The harmony reader splits the channels itself: no <think> parser beside it.
+  if (chat_endpoint && !r.harmony && tools.mode != ToolMode::forced && p.response_format == ResponseFormat::text) {
     r.reasoning = limits.reasoning_parser;
     if (r.reasoning != ReasoningParser::none)
       for (std::string_view tag : {kThinkOpen, kThinkClose}) keep_special_tag(tokenizer, tag, p);
   }
   std::string prefix = tools.forced_prefix;
-  r.harmony = chat_endpoint && reads_harmony(format, limits.reasoning_parser);
   if (r.harmony) {
-    r.reasoning = ReasoningParser::none;  // the harmony reader splits the channels itself
-    p.skip_special_tokens = false;        // its markers are special tokens
+    p.skip_special_tokens = false;  // its markers are special tokens
     // A schema-held answer is the body of a final message: the prompt opens one (a forced call opens its own).
     if (!tools.schema && p.response_format != ResponseFormat::text) prefix = std::string(kHarmonyFinalHeader);
     r.harmony_prefix = prefix;
