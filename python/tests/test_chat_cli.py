@@ -225,6 +225,15 @@ class Tmux:
         self._tmux("kill-server")
 
 
+def chat_cli_answer(path, question, *flags, max_tokens=16):
+    """The greedy answer `attnzoo chat` prints (not to a terminal) to one question, then /exit."""
+    r = subprocess.run([CLI, "chat", "-m", path, "--temperature", "0", "-n", str(max_tokens), *flags],
+                       input=question + "\n/exit\n", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("> ") and r.stdout.endswith("\n> "), r.stdout
+    return r.stdout[2:-3]
+
+
 def _prompts(screen):
     return [line for line in screen.splitlines() if line.startswith(">")]
 

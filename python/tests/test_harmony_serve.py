@@ -27,7 +27,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from test_chat_cli import CLI, needs_cli  # noqa: E402
+from test_chat_cli import CLI, chat_cli_answer, needs_cli  # noqa: E402
 from test_json_schema import valid  # noqa: E402
 
 pytestmark = needs_cli
@@ -494,11 +494,7 @@ def test_chat_shows_the_final_channel(tmp_path):
     assert (c.message.reasoning_content, c.message.content or "") == (reasoning, content)
 
     def answer(*flags):
-        r = subprocess.run([CLI, "chat", "-m", path, "--temperature", "0", "-n", "16", *flags],
-                           input=QUESTION[0]["content"] + "\n/exit\n", capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        assert r.stdout.startswith("> ") and r.stdout.endswith("\n> "), r.stdout
-        return r.stdout[2:-3]
+        return chat_cli_answer(path, QUESTION[0]["content"], *flags)
 
     assert answer("--hide-thinking") == content
     assert answer() == reasoning + content  # not a terminal: no escape codes

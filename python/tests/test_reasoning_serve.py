@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from test_chat_cli import CLI, SPECIALS, _hf_greedy_until, _write_checkpoint, needs_cli  # noqa: E402
+from test_chat_cli import CLI, chat_cli_answer, SPECIALS, _hf_greedy_until, _write_checkpoint, needs_cli  # noqa: E402
 
 pytestmark = needs_cli
 EOS, IM_END = 2, 4
@@ -256,11 +256,7 @@ def test_chat_hides_or_shows_thinking(tmp_path):
     path, _ = _checkpoint(tmp_path, tweak=_thinks_greedily)
 
     def answer(*flags):
-        r = subprocess.run([CLI, "chat", "-m", path, "--temperature", "0", "-n", "16", *flags],
-                           input=QUESTION[0]["content"] + "\n/exit\n", capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        assert r.stdout.startswith("> ") and r.stdout.endswith("\n> "), r.stdout
-        return r.stdout[2:-3]
+        return chat_cli_answer(path, QUESTION[0]["content"], *flags)
 
     raw = answer()
     reasoning, content = _split(raw, "qwen3")

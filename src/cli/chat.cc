@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -115,14 +114,12 @@ int run_chat(const std::vector<std::string>& args) {
     else throw_unknown_option("chat", args[i], usage());
   }
   use_default_model(flags, "chat");
-  std::error_code ec;  // the template is read before the model: the same message Model::load gives
-  if (!std::filesystem::exists(flags.model, ec)) throw LoadError("model path not found: " + flags.model);
+  find_model_gguf(flags.model);  // the template is read before the model: a bad path gets Model::load's message
   const auto tokenizer = tok::Tokenizer::load(flags.model);
   const ChatFormat format(flags.model, tokenizer);
   server::check_reasoning_parser(reasoning, &format, *tokenizer, flags.model);
   // gpt-oss answers in harmony channels whatever the flag: read them, or the markers would be dropped into garbage.
-  const bool harmony = reasoning == server::ReasoningParser::openai_gptoss ||
-                       server::detect_tool_format(format.source()) == server::ToolFormat::openai;
+  const bool harmony = server::reads_harmony(server::detect_tool_format(format.source()), reasoning);
   if (hide_thinking && reasoning == server::ReasoningParser::none && !harmony)
     throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 (or a gpt-oss harmony template) "
                         "to tell the thinking apart");
@@ -139,10 +136,7 @@ int run_chat(const std::vector<std::string>& args) {
   const bool dim = !hide_thinking && ::isatty(STDOUT_FILENO);
   options.eos_token_ids = default_eos_ids(flags.model, tokenizer.get(), format.end_of_turn());
   if (harmony)  // <|call|> ends a turn too (gpt-oss lists it as EOS; a checkpoint that does not still stops)
-    for (std::string_view end : {server::kHarmonyReturn, server::kHarmonyCall}) {
-      const std::vector<int32_t> ids = tokenizer->encode(std::string(end), false);
-      if (ids.size() == 1 && tokenizer->is_special(ids[0])) options.eos_token_ids.push_back(ids[0]);
-    }
+    for (int32_t id : server::harmony_end_ids(*tokenizer)) options.eos_token_ids.push_back(id);
   options.cancel = [] { return g_interrupts > 0; };
 
   chat::List start;

@@ -76,6 +76,12 @@ StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) : stops_(st
   for (const auto& s : stops_) require(!s.empty(), "stop", "stop strings must not be empty");
 }
 
+size_t tag_overlap(std::string_view text, std::string_view marker) {
+  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
+    if (marker.starts_with(text.substr(text.size() - n))) return n;
+  return 0;
+}
+
 StopStringMatcher::Step StopStringMatcher::push(std::string_view piece) {
   Step step;
   if (stopped_) return step;
@@ -95,14 +101,7 @@ StopStringMatcher::Step StopStringMatcher::push(std::string_view piece) {
   }
   // Hold back the longest tail that is a proper prefix of some stop string.
   size_t hold = 0;
-  for (const auto& s : stops_) {
-    for (size_t len = std::min(s.size() - 1, pending_.size()); len > hold; --len) {
-      if (pending_.compare(pending_.size() - len, len, s, 0, len) == 0) {
-        hold = len;
-        break;
-      }
-    }
-  }
+  for (const auto& s : stops_) hold = std::max(hold, tag_overlap(pending_, s));
   step.text = pending_.substr(0, pending_.size() - hold);
   pending_.erase(0, pending_.size() - hold);
   return step;

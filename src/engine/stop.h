@@ -26,6 +26,11 @@ std::vector<int32_t> load_eos_token_ids(const std::string& model_dir);
 std::vector<int32_t> default_eos_ids(const std::string& model_path, const tok::Tokenizer* tokenizer,
                                      std::span<const int32_t> end_of_turn = {});
 
+// The length of the longest end of `text` that is a proper start of `marker`: what a reader of streamed text holds
+// back so that a marker cut across two pieces is still seen (StopStringMatcher here; the server's reasoning,
+// harmony and tool-call readers).
+size_t tag_overlap(std::string_view text, std::string_view marker);
+
 // Finds stop strings in text that arrives piece by piece. Text that might be the start of a stop string is held
 // back until the next piece settles it, so the caller never streams a partial stop string it must then retract.
 class StopStringMatcher {

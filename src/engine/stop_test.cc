@@ -42,6 +42,15 @@ TEST(StopStrings, NearMissesAreReleased) {
   EXPECT_EQ(run({"END"}, {"E", "N"}), std::make_pair(std::string("EN"), false));
 }
 
+TEST(StopStrings, TagOverlapIsTheLongestTailThatMayStillBecomeTheMarker) {
+  EXPECT_EQ(tag_overlap("answer<|ret", "<|return|>"), 5u);
+  EXPECT_EQ(tag_overlap("answer<", "<|return|>"), 1u);
+  EXPECT_EQ(tag_overlap("<|return|>", "<|return|>"), 0u);  // a whole marker is found, not held
+  EXPECT_EQ(tag_overlap("answer", "<|return|>"), 0u);
+  EXPECT_EQ(tag_overlap("", "<|return|>"), 0u);
+  EXPECT_EQ(tag_overlap("aab", "aabx"), 3u);
+}
+
 TEST(StopStrings, EarliestOfSeveralWins) {
   EXPECT_EQ(run({"world", "lo w"}, {"hello world"}), std::make_pair(std::string("hel"), true));
   EXPECT_EQ(run({}, {"a", "b"}), std::make_pair(std::string("ab"), false));

@@ -5,9 +5,10 @@
 #include <cctype>
 #include <span>
 
+#include "engine/stop.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
-#include "server/reasoning.h"
+#include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
 namespace {
@@ -70,6 +71,15 @@ Header parse_header(std::string_view h, bool has_role) {
 
 }  // namespace
 
+std::vector<int32_t> harmony_end_ids(const tok::Tokenizer& tokenizer) {
+  std::vector<int32_t> out;
+  for (std::string_view end : {kHarmonyReturn, kHarmonyCall}) {
+    const std::vector<int32_t> ids = tokenizer.encode(end, false);
+    if (ids.size() == 1 && tokenizer.is_special(ids[0])) out.push_back(ids[0]);
+  }
+  return out;
+}
+
 std::string harmony_call_header(std::string_view function_name) {
   return "<|channel|>commentary to=functions." + std::string(function_name) + " <|constrain|>json<|message|>";
 }
@@ -117,6 +127,7 @@ void HarmonyReader::close_message(bool whole, Piece& out) {
     out.content += call_body_;
     return;
   }
+  if (!parallel_ && !calls_.empty()) return;
   ToolCall call;
   call.id = new_tool_call_id();
   call.name = call_name_;
@@ -184,8 +195,8 @@ HarmonyReader::Piece HarmonyReader::finish(bool stopped) {
   return out;
 }
 
-HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls) {
-  HarmonyReader reader(read_calls);
+HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls, bool parallel) {
+  HarmonyReader reader(read_calls, parallel);
   HarmonyReader::Piece a = reader.feed(text);
   HarmonyReader::Piece b = reader.finish(stopped);
   HarmonyAnswer out;

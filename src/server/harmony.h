@@ -16,11 +16,17 @@
 // message that holds no harmony marker (a model that never spoke harmony, words between messages) is content.
 // A message cut by max_tokens keeps what was read; a cut call is no call, its body comes back as content (as the
 // other formats' cut calls do).
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/reasoning.h"
 #include "server/tool_calls.h"
+
+namespace attnzoo::tok {
+class Tokenizer;
+}
 
 namespace attnzoo::server {
 
@@ -32,6 +38,16 @@ inline constexpr std::string_view kHarmonyConstrain = "<|constrain|>";
 inline constexpr std::string_view kHarmonyReturn = "<|return|>";
 inline constexpr std::string_view kHarmonyCall = "<|call|>";
 inline constexpr std::string_view kHarmonyEnd = "<|end|>";
+
+// Whether a chat's answers are read as harmony messages (serve and chat alike): the tool-call format is gpt-oss's
+// (--tool-call-parser openai, or read off the template) or the reasoning parser is openai_gptoss.
+inline bool reads_harmony(ToolFormat format, ReasoningParser parser) {
+  return format == ToolFormat::openai || parser == ReasoningParser::openai_gptoss;
+}
+
+// The ids of <|return|> and <|call|>, each where the tokenizer has it as one special token: the ids a harmony
+// answer stops at (serve and chat), whether or not the checkpoint's generation_config lists them as EOS.
+std::vector<int32_t> harmony_end_ids(const tok::Tokenizer& tokenizer);
 
 // The text the prompt is extended with so that the model starts inside a message: a named tool call's header (the
 // body then held to the tool's parameters), or the final channel for response_format.
@@ -53,8 +69,9 @@ class HarmonyReader {
   struct Piece {
     std::string reasoning, content;
   };
-  // `read_calls`: false (no tools, tool_choice "none") reads a call's body as content.
-  explicit HarmonyReader(bool read_calls = true) : read_calls_(read_calls) {}
+  // `read_calls`: false (no tools, tool_choice "none") reads a call's body as content. `parallel`: false
+  // (parallel_tool_calls) keeps the first call only, as the other formats' readers do.
+  explicit HarmonyReader(bool read_calls = true, bool parallel = true) : read_calls_(read_calls), parallel_(parallel) {}
   Piece feed(std::string_view text);
   // `stopped`: the answer ended at an end-of-turn token (<|return|>, <|call|>: the open message is whole), not cut
   // by max_tokens.
@@ -69,7 +86,7 @@ class HarmonyReader {
   void body_text(std::string_view text, Piece& out);
   void stray_text(std::string_view text, Piece& out);
 
-  bool read_calls_;
+  bool read_calls_, parallel_;
   bool in_body_ = false;
   bool has_role_ = false;  // the header being read began with <|start|> (so with a role)
   Kind kind_ = Kind::content;
@@ -80,6 +97,6 @@ class HarmonyReader {
   std::vector<ToolCall> calls_;
 };
 
-HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls = true);
+HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls = true, bool parallel = true);
 
 }  // namespace attnzoo::server

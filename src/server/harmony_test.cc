@@ -5,19 +5,16 @@
 // and the response objects, whole and streamed.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
-#include "engine/json_schema_recognizer.h"
 #include "loader/json.h"
 #include "server/api_error.h"
 #include "server/harmony.h"
 #include "server/responses.h"
 #include "server/tool_request.h"
+#include "testing/tool_request_testing.h"
 
 namespace attnzoo::server {
 namespace {
@@ -77,6 +74,15 @@ TEST(Harmony, SeveralCallsAndAPreamble) {
   EXPECT_EQ(a.calls[0].arguments, R"({"city":"A"})");
   EXPECT_EQ(a.calls[1].name, "get_time");
   EXPECT_NE(a.calls[0].id, a.calls[1].id);
+  // parallel_tool_calls false: the first call only, the preamble still content.
+  const HarmonyAnswer one = read_harmony(
+      "<|channel|>commentary<|message|>Checking two cities.<|end|>"
+      "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"A\"}"
+      "<|call|><|start|>assistant<|channel|>commentary to=functions.get_time json<|message|>{}<|call|>",
+      false, true, /*parallel=*/false);
+  EXPECT_EQ(one.content, "Checking two cities.");
+  ASSERT_EQ(one.calls.size(), 1u);
+  EXPECT_EQ(one.calls[0].name, "get_weather");
 }
 
 TEST(Harmony, MessagesOfOneFieldJoinWithNewlines) {
@@ -198,17 +204,7 @@ TEST(Harmony, StreamSendsBodiesAsTheyComeAndHoldsOnlyPossibleMarkers) {
 }
 
 // The repository's copy of the published template, from the repository root or the build folder (ctest).
-std::string gpt_oss_template() {
-  for (const char* root : {".", ".."}) {
-    const auto p = std::filesystem::path(root) / "python/tests/data/chat_templates/openai-gpt-oss-120b.jinja";
-    if (!std::filesystem::exists(p)) continue;
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  return "";
-}
+std::string gpt_oss_template() { return testing::read_test_data("chat_templates/openai-gpt-oss-120b.jinja"); }
 
 TEST(HarmonyRequest, DetectedAndNamedAsVllmNamesThem) {
   const std::string src = gpt_oss_template();
@@ -220,17 +216,8 @@ TEST(HarmonyRequest, DetectedAndNamedAsVllmNamesThem) {
   EXPECT_STREQ(tool_format_name(ToolFormat::openai), "openai");
 }
 
-const std::string kTools =
-    R"([{"type": "function", "function": {"name": "get_weather", "parameters":
-        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "get_time"}}])";
-
-bool accepts(const JsonSchema& s, const std::string& text) {
-  JsonSchemaRecognizer r(s);
-  for (char c : text)
-    if (!r.push(uint8_t(c))) return false;
-  return r.complete();
-}
+using testing::accepts;
+using testing::kTools;
 
 TEST(HarmonyRequest, NamedChoiceOpensTheCallAndHoldsTheArguments) {
   const auto fields = [](const std::string& tools, const std::string& choice) {
@@ -349,6 +336,23 @@ TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
     EXPECT_EQ(calls, 2u);
     EXPECT_EQ(reason, "tool_calls");
   }
+}
+
+TEST(HarmonyResponses, ParallelToolCallsFalseSendsTheFirstCallOnly) {
+  ResponseContext ctx = harmony_context(ToolMode::automatic);
+  ctx.parallel_tool_calls = false;
+  const json::Value c = whole(ctx, kTexts[2]);
+  const std::vector<json::Value>& calls = c.find("message")->find("tool_calls")->as_array();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].find("function")->find("name")->as_string(), "f");
+  StreamWriter w(ctx, 1, false, false);
+  SampleDelta d;
+  d.text = kTexts[2];
+  d.finish_reason = FinishReason::stop;
+  const json::Value v = json::parse(w.chunk(d).substr(6));
+  const json::Value& ch = v.find("choices")->as_array()[0];
+  ASSERT_EQ(ch.find("delta")->find("tool_calls")->as_array().size(), 1u);
+  EXPECT_EQ(ch.find("finish_reason")->as_string(), "tool_calls");
 }
 
 }  // namespace

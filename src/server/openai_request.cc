@@ -251,27 +251,23 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   if (tools.mode == ToolMode::automatic) keep_special_tag(tokenizer, tool_call_marker(tools.format), p);
   r.parallel_tool_calls = tools.parallel;
   if (const Value* v = field(body, "include_reasoning")) r.include_reasoning = bool_field(*v, "include_reasoning");
-  if (chat_endpoint && tools.mode != ToolMode::forced && p.response_format == ResponseFormat::text) {
+  r.harmony = chat_endpoint && reads_harmony(format, limits.reasoning_parser);
+  // The harmony reader splits the channels itself: no <think> parser beside it.
+  if (chat_endpoint && !r.harmony && tools.mode != ToolMode::forced && p.response_format == ResponseFormat::text) {
     r.reasoning = limits.reasoning_parser;
     if (r.reasoning != ReasoningParser::none)
       for (std::string_view tag : {kThinkOpen, kThinkClose}) keep_special_tag(tokenizer, tag, p);
   }
   std::string prefix = tools.forced_prefix;
-  r.harmony = chat_endpoint &&
-              (format == ToolFormat::openai || limits.reasoning_parser == ReasoningParser::openai_gptoss);
   if (r.harmony) {
-    r.reasoning = ReasoningParser::none;  // the harmony reader splits the channels itself
-    p.skip_special_tokens = false;        // its markers are special tokens
+    p.skip_special_tokens = false;  // its markers are special tokens
     // A schema-held answer is the body of a final message: the prompt opens one (a forced call opens its own).
     if (!tools.schema && p.response_format != ResponseFormat::text) prefix = std::string(kHarmonyFinalHeader);
     r.harmony_prefix = prefix;
     // <|return|> ends the answer, <|call|> a tool call: both end the turn (gpt-oss's generation_config lists them as
     // EOS; a checkpoint that does not still stops there).
     if (!p.ignore_eos)
-      for (std::string_view end : {kHarmonyReturn, kHarmonyCall}) {
-        const std::vector<int32_t> ids = tokenizer.encode(std::string(end), false);
-        if (ids.size() == 1 && tokenizer.is_special(ids[0])) p.stop_token_ids.push_back(ids[0]);
-      }
+      for (int32_t id : harmony_end_ids(tokenizer)) p.stop_token_ids.push_back(id);
   }
   if (tools.schema) {
     if (p.response_format != ResponseFormat::text)

@@ -6,15 +6,11 @@
 
 #include "core/error.h"
 #include "engine/chat_turns.h"
+#include "engine/stop.h"
+#include "server/harmony.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
-size_t tag_overlap(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (tag.starts_with(s.substr(s.size() - n))) return n;
-  return 0;
-}
-
 ReasoningParser parse_reasoning_parser(std::string_view name) {
   if (name == "qwen3") return ReasoningParser::qwen3;
   if (name == "deepseek_r1") return ReasoningParser::deepseek_r1;
@@ -40,7 +36,7 @@ void check_reasoning_parser(ReasoningParser p, const ChatFormat* chat, const tok
   if (!chat)
     throw ArgumentError("--reasoning-parser " + name + ": " + model + " has no chat template, and reasoning is only "
                         "read from chat answers");
-  const std::string_view tag = p == ReasoningParser::openai_gptoss ? "<|channel|>" : kThinkClose;
+  const std::string_view tag = p == ReasoningParser::openai_gptoss ? kHarmonyChannel : kThinkClose;
   const std::vector<int32_t> close = tokenizer.encode(std::string(tag), false);
   if (!chat->mentions(tag) && close.size() != 1)
     throw ArgumentError("--reasoning-parser " + name + ": " + model + " knows no " + std::string(tag) +

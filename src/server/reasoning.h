@@ -28,10 +28,6 @@ inline constexpr std::string_view kThinkClose = "</think>";
 // openai_gptoss: gpt-oss's harmony channels (analysis is the reasoning), read by server/harmony.h.
 enum class ReasoningParser { none, qwen3, deepseek_r1, openai_gptoss };
 
-// The length of the longest end of `s` that is a proper start of `tag`: what a streamed parser holds back so that a
-// tag cut across two deltas is still seen (here, in server/harmony.h and in server/tool_stream.h).
-size_t tag_overlap(std::string_view s, std::string_view tag);
-
 // "qwen3" / "deepseek_r1" / "openai_gptoss" (vLLM's names); throws ArgumentError naming --reasoning-parser otherwise.
 ReasoningParser parse_reasoning_parser(std::string_view name);
 const char* reasoning_parser_name(ReasoningParser p);

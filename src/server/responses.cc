@@ -153,15 +153,15 @@ std::string full_response(const ResponseContext& ctx, const std::vector<Choice>&
       else w.null();
     } else {
       // Tool calls are read from the content only: the reasoning may mention <tool_call> freely.
-      ReasoningSplit r = split_reasoning(c.text, ctx.reasoning);
+      ReasoningSplit r;
       ParsedAnswer a;
       if (ctx.harmony) {
         HarmonyAnswer h = read_harmony(ctx.harmony_prefix + c.text, c.finish_reason == FinishReason::stop,
-                                       ctx.tool_mode != ToolMode::text);
+                                       ctx.tool_mode != ToolMode::text, ctx.parallel_tool_calls);
         r = {h.has_reasoning, std::move(h.reasoning), std::move(h.content)};
         a = {r.content, std::move(h.calls)};
-        if (!ctx.parallel_tool_calls && a.calls.size() > 1) a.calls.resize(1);
       } else {
+        r = split_reasoning(c.text, ctx.reasoning);
         a = read_answer(r.content, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_format,
                         ctx.tool_forced_name);
       }
@@ -198,7 +198,7 @@ StreamWriter::StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs,
       text_offset_(size_t(n)),
       reasoning_(size_t(n), ReasoningStream(ctx.reasoning)) {
   if (ctx.harmony) {
-    harmony_.assign(size_t(n), HarmonyReader(ctx.tool_mode != ToolMode::text));
+    harmony_.assign(size_t(n), HarmonyReader(ctx.tool_mode != ToolMode::text, ctx.parallel_tool_calls));
     // The prefix is a header only (it ends with <|message|>): it sends nothing.
     for (HarmonyReader& h : harmony_) h.feed(ctx.harmony_prefix);
   } else if (ctx.tool_mode != ToolMode::text) {
@@ -229,7 +229,6 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
         p.reasoning += rest.reasoning;
         p.content += rest.content;
         harmony_calls = h.calls();
-        if (!ctx_.parallel_tool_calls && harmony_calls.size() > 1) harmony_calls.resize(1);
       }
       piece = {std::move(p.reasoning), std::move(p.content)};
     } else if (ctx_.reasoning != ReasoningParser::none) {

@@ -7,12 +7,12 @@
 #include "loader/json.h"
 #include "loader/json_writer.h"
 #include "server/tool_format_pythonic.h"
-#include "server/tool_test_util.h"
+#include "testing/tool_request_testing.h"
 
 namespace attnzoo::server {
 namespace {
 
-using tool_test::read_test_data;
+using testing::read_test_data;
 
 std::string canonical(const json::Value& v) {
   json::Writer w;

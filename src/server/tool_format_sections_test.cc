@@ -9,7 +9,6 @@
 
 #include "chat/value.h"
 #include "core/error.h"
-#include "engine/json_schema_recognizer.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
@@ -17,12 +16,12 @@
 #include "server/tool_calls.h"
 #include "server/tool_format_sections.h"
 #include "server/tool_request.h"
-#include "server/tool_test_util.h"
+#include "testing/tool_request_testing.h"
 
 namespace attnzoo::server {
 namespace {
 
-using tool_test::read_test_data;
+using testing::read_test_data;
 
 std::string args(const ToolCall& c) {
   json::Writer w;
@@ -189,17 +188,8 @@ TEST(SectionToolCalls, MatchVllmRegexes) {
   EXPECT_GT(calls, 300u);
 }
 
-const std::string kTools =
-    R"([{"type": "function", "function": {"name": "get_weather", "parameters":
-        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "get_time"}}])";
-
-bool accepts(const JsonSchema& s, const std::string& text) {
-  JsonSchemaRecognizer r(s);
-  for (char c : text)
-    if (!r.push(uint8_t(c))) return false;
-  return r.complete();
-}
+using testing::accepts;
+using testing::kTools;
 
 ToolRequest forced(const std::string& choice, ToolFormat f, const std::string& tools = kTools) {
   return parse_tool_fields(json::parse("{\"tools\": " + tools + ", \"tool_choice\": " + choice + "}"), true, f);

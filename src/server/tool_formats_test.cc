@@ -9,18 +9,17 @@
 #include <vector>
 
 #include "core/error.h"
-#include "engine/json_schema_recognizer.h"
 #include "loader/json.h"
 #include "server/api_error.h"
 #include "server/responses.h"
 #include "server/tool_calls.h"
 #include "server/tool_request.h"
-#include "server/tool_test_util.h"
+#include "testing/tool_request_testing.h"
 
 namespace attnzoo::server {
 namespace {
 
-using tool_test::read_test_data;
+using testing::read_test_data;
 
 json::Value args_of(const ToolCall& c) { return json::parse(c.arguments); }
 
@@ -152,17 +151,8 @@ TEST(ToolFormat, DetectedFromRealTemplates) {
   }
 }
 
-const std::string kTools =
-    R"([{"type": "function", "function": {"name": "get_weather", "parameters":
-        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-        {"type": "function", "function": {"name": "get_time"}}])";
-
-bool accepts(const JsonSchema& s, const std::string& text) {
-  JsonSchemaRecognizer r(s);
-  for (char c : text)
-    if (!r.push(uint8_t(c))) return false;
-  return r.complete();
-}
+using testing::accepts;
+using testing::kTools;
 
 TEST(ToolFormat, ForcedCallPerFormat) {
   const auto forced = [](const std::string& choice, ToolFormat f, std::string_view src = {}) {

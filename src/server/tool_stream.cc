@@ -1,6 +1,6 @@
 #include "server/tool_stream.h"
 
-#include "server/reasoning.h"  // tag_overlap: a tail that may still become a marker
+#include "engine/stop.h"  // tag_overlap: a tail that may still become a marker
 #include "server/tool_call_scan.h"
 #include "server/tool_format_pythonic.h"
 
