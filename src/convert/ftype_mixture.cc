@@ -143,6 +143,51 @@ Q mixture_type(const TensorPolicy& p, const MixtureModel& m, const MixtureTensor
   return f.main;
 }
 
+std::map<std::string, QuantType> resolve_rules(const TensorPolicy& p, const MixtureModel& m,
+                                               const std::vector<MixtureTensor>& tensors) {
+  std::map<std::string, QuantType> out;
+  Counters c;
+  std::vector<Kind> kinds(tensors.size());
+  std::vector<int> layers(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    kinds[i] = kind_of(tensors[i].name);
+    layers[i] = layer_of(tensors[i].name);
+    c.attn_v_total += kinds[i] == Kind::attn_v;
+    c.tied = c.tied && tensors[i].name != "output.weight";
+  }
+  // llama.cpp's order (its loader's map): by layer (-1 outside blocks), then by name
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return layers[a] != layers[b] ? layers[a] < layers[b] : tensors[a].name < tensors[b].name;
+  });
+  for (size_t i : order) {
+    const MixtureTensor& t = tensors[i];
+    if (!t.chosen || (!t.shape.empty() && t.shape.size() < 2) || overridden(p, t.name)) continue;
+    out[t.name] = mixture_type(p, m, t, kinds[i], c);
+  }
+  return out;
+}
+
+// llama-quantize writes a Q2_K_S file only with an imatrix: few of its matrices are raised, and plain rounding to
+// 2 bits leaves them "garbage" (its words); it checks the final types (after overrides, --pure and the row
+// fallback), the head and embeddings excepted.
+void refuse_without_importance(const TensorPolicy& p, const std::map<std::string, QuantType>& types,
+                               const std::vector<MixtureTensor>& tensors) {
+  TensorPolicy resolved = p;
+  resolved.mixture_types = types;
+  for (const MixtureTensor& t : tensors) {
+    if (!t.chosen || t.shape.size() < 2 || t.name == "output.weight" || t.name == "token_embd.weight" ||
+        t.name == "per_layer_token_embd.weight")
+      continue;
+    if (choose_tensor_type(resolved, t.name, t.shape, QuantType::F32) == QuantType::Q2_K)
+      throw ArgumentError("quantize --type " + std::string(p.mixture->name) + ": tensor '" + t.name + "' would be "
+                          "Q2_K, which llama-quantize's " + std::string(p.mixture->name) + " writes only with an "
+                          "importance matrix (2-bit rounding without one is too coarse): pass --calibration FILE, "
+                          "or choose --type Q2_K_M (llama-quantize's Q2_K) or Q2_K");
+  }
+}
+
 }  // namespace
 
 const FileMixture* find_file_mixture(const std::string& name) {
@@ -180,32 +225,6 @@ MixtureModel mixture_model(const std::string& arch, const MetadataInt& get, bool
   return m;
 }
 
-namespace {
-
-std::map<std::string, QuantType> resolve_rules(const TensorPolicy& p, const MixtureModel& m,
-                                               const std::vector<MixtureTensor>& tensors);
-
-// llama-quantize writes a Q2_K_S file only with an imatrix: few of its matrices are raised, and plain rounding to
-// 2 bits leaves them "garbage" (its words); it checks the final types (after overrides, --pure and the row
-// fallback), the head and embeddings excepted.
-void refuse_without_importance(const TensorPolicy& p, const std::map<std::string, QuantType>& types,
-                               const std::vector<MixtureTensor>& tensors) {
-  TensorPolicy resolved = p;
-  resolved.mixture_types = types;
-  for (const MixtureTensor& t : tensors) {
-    if (!t.chosen || t.shape.size() < 2 || t.name == "output.weight" || t.name == "token_embd.weight" ||
-        t.name == "per_layer_token_embd.weight")
-      continue;
-    if (choose_tensor_type(resolved, t.name, t.shape, QuantType::F32) == QuantType::Q2_K)
-      throw ArgumentError("quantize --type " + std::string(p.mixture->name) + ": tensor '" + t.name + "' would be "
-                          "Q2_K, which llama-quantize's " + std::string(p.mixture->name) + " writes only with an "
-                          "importance matrix (2-bit rounding without one is too coarse): pass --calibration FILE, "
-                          "or choose --type Q2_K_M (llama-quantize's Q2_K) or Q2_K");
-  }
-}
-
-}  // namespace
-
 std::map<std::string, QuantType> resolve_mixture(const TensorPolicy& p, const MixtureModel& m,
                                                  const std::vector<MixtureTensor>& tensors) {
   std::map<std::string, QuantType> out;
@@ -215,31 +234,4 @@ std::map<std::string, QuantType> resolve_mixture(const TensorPolicy& p, const Mi
   return out;
 }
 
-namespace {
-
-std::map<std::string, QuantType> resolve_rules(const TensorPolicy& p, const MixtureModel& m,
-                                               const std::vector<MixtureTensor>& tensors) {
-  std::map<std::string, QuantType> out;
-  Counters c;
-  for (const MixtureTensor& t : tensors) {
-    c.attn_v_total += kind_of(t.name) == Kind::attn_v;
-    c.tied = c.tied && t.name != "output.weight";
-  }
-  // llama.cpp's order (its loader's map): by layer (-1 outside blocks), then by name
-  std::vector<size_t> order(tensors.size());
-  std::iota(order.begin(), order.end(), size_t(0));
-  std::vector<int> layers(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) layers[i] = layer_of(tensors[i].name);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return layers[a] != layers[b] ? layers[a] < layers[b] : tensors[a].name < tensors[b].name;
-  });
-  for (size_t i : order) {
-    const MixtureTensor& t = tensors[i];
-    if (!t.chosen || (!t.shape.empty() && t.shape.size() < 2) || overridden(p, t.name)) continue;
-    out[t.name] = mixture_type(p, m, t, kind_of(t.name), c);
-  }
-  return out;
-}
-
-}  // namespace
 }  // namespace attnzoo

@@ -59,26 +59,33 @@ QuantType parse_quant_type(const std::string& name, const std::string& what) {
   throw ArgumentError(what + ": unknown type '" + name + "' (choose from " + known + ")");
 }
 
-bool overridden(const TensorPolicy& p, const std::string& gguf_name) {
-  for (const auto& tt : p.tensor_types)
-    if (matches(tt.first, gguf_name, "tensor_types (--tensor-type)")) return true;
+namespace {
+
+// The type the first override naming `gguf_name` gives it (--tensor-type, --keep: `source`, --output-tensor-type,
+// --token-embedding-type, in that order of strength), before the row fallback; nullopt when none does.
+std::optional<QuantType> override_type(const TensorPolicy& p, const std::string& gguf_name, QuantType source) {
+  for (const auto& [pattern, type] : p.tensor_types)
+    if (matches(pattern, gguf_name, "tensor_types (--tensor-type)")) return type;
   for (const std::string& pattern : p.keep)
-    if (matches(pattern, gguf_name, "keep (--keep)")) return true;
-  return (gguf_name == "output.weight" && p.output_type) ||
-         (gguf_name == "token_embd.weight" && p.token_embedding_type);
+    if (matches(pattern, gguf_name, "keep (--keep)")) return source;
+  if (gguf_name == "output.weight" && p.output_type) return p.output_type;
+  if (gguf_name == "token_embd.weight" && p.token_embedding_type) return p.token_embedding_type;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool overridden(const TensorPolicy& p, const std::string& gguf_name) {
+  return override_type(p, gguf_name, QuantType::F32).has_value();
 }
 
 QuantType choose_tensor_type(const TensorPolicy& p, const std::string& gguf_name, const std::vector<int64_t>& shape,
                              QuantType source) {
   if (shape.size() < 2) return QuantType::F32;  // norms, biases: tiny, and precision-critical
   const int64_t cols = shape.back();
-  for (const auto& [pattern, type] : p.tensor_types)
-    if (matches(pattern, gguf_name, "tensor_types (--tensor-type)")) return fit_to_row(type, cols);
-  for (const std::string& pattern : p.keep)
-    if (matches(pattern, gguf_name, "keep (--keep)")) return source;
+  // a kept source type fits its own rows: the fallback leaves it
+  if (const std::optional<QuantType> t = override_type(p, gguf_name, source)) return fit_to_row(*t, cols);
   const bool head = gguf_name == "output.weight", embed = gguf_name == "token_embd.weight";
-  if (head && p.output_type) return fit_to_row(*p.output_type, cols);
-  if (embed && p.token_embedding_type) return fit_to_row(*p.token_embedding_type, cols);
   if (p.pure || is_float(p.type)) return fit_to_row(p.type, cols);
   if (p.mixture) {
     const auto it = p.mixture_types.find(gguf_name);

@@ -35,9 +35,15 @@ struct MixerFixture {
   HostTensor conv{DType::bf16, {c.conv_dim(), 1, c.conv_kernel}, 3, 0.5f}, A_log{DType::f32, {c.num_v_heads}, 4},
       dt{DType::f32, {c.num_v_heads}, 5}, norm{DType::f32, {c.head_v_dim}, 6};
   GatedDeltaNetMixer build() const {
+    std::vector<Linear> in_proj;
+    in_proj.push_back(Linear::from_weights(in.view, {}, "in"));
+    return build(std::move(in_proj), {{0, 0, c.proj_dim()}});
+  }
+  // The fixture's other weights beside input projections of the test's own.
+  GatedDeltaNetMixer build(std::vector<Linear> in_proj, std::vector<ProjectionRun> runs) const {
     GatedDeltaNetWeights w;
-    w.in_proj.push_back(Linear::from_weights(in.view, {}, "in"));
-    w.in_proj_runs = {{0, 0, c.proj_dim()}};
+    w.in_proj = std::move(in_proj);
+    w.in_proj_runs = std::move(runs);
     w.out_proj = Linear::from_weights(out.view, {}, "out");
     w.conv_weight = conv.view;
     w.A_log = A_log.view;
@@ -114,21 +120,14 @@ TEST(GatedDeltaNetMixer, SplitSourcesRegroupedPerTokenMatchOneFusedProjection) {
       std::copy_n((run.source == 0 ? qkvz : ba).view.ptr<float>() + (run.begin + i) * Hd, Hd,
                   fused.view.ptr<float>() + row * Hd);
   auto build = [&](bool split) {
-    GatedDeltaNetWeights w;
-    if (split) {
-      w.in_proj.push_back(Linear::from_weights(qkvz.view, {}, "qkvz"));
-      w.in_proj.push_back(Linear::from_weights(ba.view, {}, "ba"));
-      w.in_proj_runs = qwen3_next_in_proj_runs(c);
-    } else {
-      w.in_proj.push_back(Linear::from_weights(fused.view, {}, "fused"));
-      w.in_proj_runs = {{0, 0, c.proj_dim()}};
+    std::vector<Linear> in_proj;
+    if (!split) {
+      in_proj.push_back(Linear::from_weights(fused.view, {}, "fused"));
+      return f.build(std::move(in_proj), {{0, 0, c.proj_dim()}});
     }
-    w.out_proj = Linear::from_weights(f.out.view, {}, "out");
-    w.conv_weight = f.conv.view;
-    w.A_log = f.A_log.view;
-    w.dt_bias = f.dt.view;
-    w.norm_weight = f.norm.view;
-    return GatedDeltaNetMixer(c, std::move(w), "mixer");
+    in_proj.push_back(Linear::from_weights(qkvz.view, {}, "qkvz"));
+    in_proj.push_back(Linear::from_weights(ba.view, {}, "ba"));
+    return f.build(std::move(in_proj), qwen3_next_in_proj_runs(c));
   };
   EXPECT_EQ(r, 2);
   HostTensor x(DType::f32, {70, Hd}, 23);
@@ -159,23 +158,16 @@ TEST(GatedDeltaNetMixer, QkvAndZApartMatchQwen3NextsFusedQkvz) {
   ASSERT_EQ(qr, c.conv_dim());
   ASSERT_EQ(zr, c.value_dim());
   auto build = [&](bool apart) {
-    GatedDeltaNetWeights w;
-    if (apart) {
-      w.in_proj.push_back(Linear::from_weights(qkv.view, {}, "qkv"));
-      w.in_proj.push_back(Linear::from_weights(z.view, {}, "z"));
-      w.in_proj.push_back(Linear::from_weights(ba.view, {}, "ba"));
-      w.in_proj_runs = qwen3_next_split_in_proj_runs(c);
-    } else {
-      w.in_proj.push_back(Linear::from_weights(qkvz.view, {}, "qkvz"));
-      w.in_proj.push_back(Linear::from_weights(ba.view, {}, "ba"));
-      w.in_proj_runs = qwen3_next_in_proj_runs(c);
+    std::vector<Linear> in_proj;
+    if (!apart) {
+      in_proj.push_back(Linear::from_weights(qkvz.view, {}, "qkvz"));
+      in_proj.push_back(Linear::from_weights(ba.view, {}, "ba"));
+      return f.build(std::move(in_proj), qwen3_next_in_proj_runs(c));
     }
-    w.out_proj = Linear::from_weights(f.out.view, {}, "out");
-    w.conv_weight = f.conv.view;
-    w.A_log = f.A_log.view;
-    w.dt_bias = f.dt.view;
-    w.norm_weight = f.norm.view;
-    return GatedDeltaNetMixer(c, std::move(w), "mixer");
+    in_proj.push_back(Linear::from_weights(qkv.view, {}, "qkv"));
+    in_proj.push_back(Linear::from_weights(z.view, {}, "z"));
+    in_proj.push_back(Linear::from_weights(ba.view, {}, "ba"));
+    return f.build(std::move(in_proj), qwen3_next_split_in_proj_runs(c));
   };
   HostTensor x(DType::f32, {40, Hd}, 33);
   const auto a = testing::run_mixer_pieces(build(true), x.view.ptr<float>(), Hd, {39, 1});

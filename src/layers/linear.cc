@@ -156,17 +156,8 @@ namespace {
 
 enum class Route { quant_gemv_invariant, gemv, bf16_gemm, gemm };
 
-// -1 until the first prompt reads ATTNZOO_PROMPT_INT8 (or a setter runs), then a PromptInt8Rows.
+// A PromptInt8Rows once set_linear_prompt_int8_rows ran; -1 before: ATTNZOO_PROMPT_INT8 decides.
 std::atomic<int> g_prompt_int8{-1};
-
-PromptInt8Rows prompt_int8_from_env() {
-  const char* v = std::getenv("ATTNZOO_PROMPT_INT8");
-  const std::string s = v ? v : "";
-  if (s.empty() || s == "auto") return PromptInt8Rows::automatic;
-  if (s == "0") return PromptInt8Rows::off;
-  if (s == "1") return PromptInt8Rows::on;
-  throw ArgumentError("ATTNZOO_PROMPT_INT8: expected auto, 0 or 1, got '" + s + "'");
-}
 
 Route route_of(const QuantMatrix& w, int64_t T, bool reduced) {
   // bf16 products run on bf16_pair_gemm: AMX tiles where the CPU has them, else vdpbf16ps where preferred.
@@ -188,17 +179,22 @@ Route route_of(const QuantMatrix& w, int64_t T, bool reduced) {
 
 }  // namespace
 
+PromptInt8Rows prompt_int8_rows_rule(const char* env) {
+  const std::string s = env ? env : "";
+  if (s.empty() || s == "auto") return PromptInt8Rows::automatic;
+  if (s == "0") return PromptInt8Rows::off;
+  if (s == "1") return PromptInt8Rows::on;
+  throw ArgumentError("ATTNZOO_PROMPT_INT8: expected auto, 0 or 1, got '" + s + "'");
+}
+
 void set_linear_prompt_int8_rows(PromptInt8Rows mode) { g_prompt_int8.store(int(mode), std::memory_order_relaxed); }
 
 PromptInt8Rows linear_prompt_int8_rows() {
-  int m = g_prompt_int8.load(std::memory_order_relaxed);
-  if (m < 0) {
-    m = int(prompt_int8_from_env());
-    int unset = -1;
-    g_prompt_int8.compare_exchange_strong(unset, m, std::memory_order_relaxed);
-    m = g_prompt_int8.load(std::memory_order_relaxed);
-  }
-  return PromptInt8Rows(m);
+  const int m = g_prompt_int8.load(std::memory_order_relaxed);
+  if (m >= 0) return PromptInt8Rows(m);
+  // Read once and kept, as ATTNZOO_BF16_DOT and ATTNZOO_AMX are (a bad value throws again on the next call).
+  static const PromptInt8Rows from_env = prompt_int8_rows_rule(std::getenv("ATTNZOO_PROMPT_INT8"));
+  return from_env;
 }
 
 bool linear_prompt_takes_int8_rows(const QuantMatrix& w) {

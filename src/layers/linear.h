@@ -66,6 +66,9 @@ void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_
 // the integer rows wherever a format has them. Process-wide, from ATTNZOO_PROMPT_INT8 (auto / 0 / 1) at the first prompt unless
 // set before; set it between calls (benchmarks, tests). A bad ATTNZOO_PROMPT_INT8 is an ArgumentError naming it.
 enum class PromptInt8Rows { automatic, off, on };
+// The rule, pure: `env` (ATTNZOO_PROMPT_INT8's value; null or empty when unset) "auto" / "0" / "1"; ArgumentError
+// naming ATTNZOO_PROMPT_INT8 for another value.
+PromptInt8Rows prompt_int8_rows_rule(const char* env);
 void set_linear_prompt_int8_rows(PromptInt8Rows mode);
 PromptInt8Rows linear_prompt_int8_rows();
 // Whether a prompt of T > kGemvMaxTokens tokens over w (with reduced products) takes the integer rows here.

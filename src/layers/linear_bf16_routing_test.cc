@@ -399,6 +399,24 @@ class PromptInt8Scope {
   PromptInt8Rows saved_;
 };
 
+// ATTNZOO_PROMPT_INT8: unset, empty or "auto" leave the choice to the CPU, "0" / "1" force it; anything else is an
+// ArgumentError naming the variable and the value.
+TEST(LinearBf16Routing, PromptInt8RuleReadsAutoZeroOneAndNamesABadValue) {
+  for (const char* env : {static_cast<const char*>(nullptr), "", "auto"})
+    EXPECT_EQ(prompt_int8_rows_rule(env), PromptInt8Rows::automatic) << (env ? env : "(unset)");
+  EXPECT_EQ(prompt_int8_rows_rule("0"), PromptInt8Rows::off);
+  EXPECT_EQ(prompt_int8_rows_rule("1"), PromptInt8Rows::on);
+  for (const char* bad : {"yes", "on", "2", "AUTO"}) {
+    try {
+      prompt_int8_rows_rule(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("ATTNZOO_PROMPT_INT8"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("'" + std::string(bad) + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // A prompt over block weights takes the integer rows or the bf16 / f32 panels as the setting says: "on" gives the
 // bits of quant_gemv (8-bit activations, each token on its own), "off" runs the panels (on the bf16 GEMM where
 // bf16 products run), "auto" the integer rows exactly where the VNNI rows run without AMX; each within the
