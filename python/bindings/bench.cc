@@ -98,6 +98,9 @@ void bind_bench(nb::module_& m) {
   bind_peak("measure_amx_bf16_peak", measure_amx_bf16_peak,
             "bf16-product throughput on AMX tiles (tdpbf16ps) on every thread; gflops 0 where the tiles do not run "
             "(no AMX, ATTNZOO_AMX=0, or a target below avx512_bf16).");
+  bind_peak("measure_vnni_int8_peak", measure_vnni_int8_peak,
+            "8-bit integer product (vpdpbusd) throughput on every thread, in giga-operations as 'gflops'; 0 where "
+            "the CPU lacks AVX-512 VNNI or the target is below AVX-512.");
   m.def("measure_memory_bandwidth",
         [](int64_t bytes, int runs) {
           MemoryBandwidth b;

@@ -153,6 +153,22 @@ def test_matmul_precision_is_set_restored_and_reported(model_dir):
     else:
         assert p["products"] == "f32" and "no effect" in doc["note"]
     assert p["fraction_of_ceiling"] > 0
+
+
+def test_prompts_on_the_integer_rows_are_rated_against_vpdpbusd(tmp_path):
+    """A Q4_0 model whose prompts take the VNNI rows: the prefill row names int8 products and their peak."""
+    from test_gguf_model import _build
+    path = _build("llama", "q4_0", str(tmp_path))[1]
+    before = _core.linear_prompt_int8()
+    try:
+        _core.set_linear_prompt_int8("on")
+        doc = run_model_bench(path, prompt=16, gen=2, contexts=[16], context_gen=1, repeats=1, probes="tiny")
+    finally:
+        _core.set_linear_prompt_int8(before)
+    p = doc["prefill"]
+    assert p["products"] == "int8" and p["ceiling"] == "vnni_int8"
+    assert p["ceiling_gflops"] == doc["peaks"]["vnni_int8"]["gflops"]
+    assert "int8 products" in format_report(doc)
     with pytest.raises(ValueError, match="matmul_precision"):
         run_model_bench(model_dir, matmul_precision="low", probes="tiny")
 

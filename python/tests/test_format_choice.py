@@ -37,10 +37,19 @@ def files(tmp_path_factory):
     return out
 
 
-def test_the_choice(files):
+@pytest.fixture
+def prompt_int8():
+    """Sets the prompt route for one test (set_linear_prompt_int8) and puts the process's setting back."""
+    before = attnzoo._core.linear_prompt_int8()
+    yield attnzoo._core.set_linear_prompt_int8
+    attnzoo._core.set_linear_prompt_int8(before)
+
+
+def test_the_choice(files, prompt_int8):
+    prompt_int8("off")
     q4, bf16, f32 = (resolve_formats(files[k]) for k in ("q4_0", "bf16", "f32"))
     # llama.cpp's arithmetic for a block-quantized file: blocks as stored, a 16-bit cache, 8-bit activations in
-    # decode, bf16 products in prefill where the CPU has them.
+    # decode, bf16 products in prefill where the CPU has them (and the prompt route keeps the panels).
     assert (q4["weights_dtype"], q4["kv_cache_dtype"], q4["decode_activations"]) == ("float32", "bfloat16", "int8")
     assert q4["checkpoint"] == "GGUF, mostly Q4_0"
     # A BF16 GGUF computes as a bf16 safetensors checkpoint does: bf16-held weights, bf16 products, bf16 cache.
@@ -48,6 +57,12 @@ def test_the_choice(files):
     for choice in (q4, bf16):
         assert choice["prefill_products"] == ("bf16" if BF16_PRODUCTS else "f32")
     assert (f32["weights_dtype"], f32["kv_cache_dtype"], f32["prefill_products"]) == ("float32", "float32", "f32")
+    # Prompts over Q4_0 blocks on the integer rows: the description says so; the dense checkpoints keep theirs.
+    prompt_int8("on")
+    rows = resolve_formats(files["q4_0"])
+    assert (rows["prefill_products"], rows["decode_activations"]) == ("int8", "int8")
+    assert "VNNI integer rows" in rows["products_reason"]
+    assert resolve_formats(files["bf16"])["prefill_products"] == bf16["prefill_products"]
     assert all(choice[k] for choice in (q4, bf16, f32) for k in ("weights_reason", "kv_cache_reason", "products_reason"))
     # "highest" asks for f32 arithmetic: every "auto" follows; explicit values still win.
     with matmul_precision("highest"):

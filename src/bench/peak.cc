@@ -17,6 +17,7 @@
 #include "core/bf16_dot.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "kernels/quant/gemv_kernels.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bench/peak.cc"
@@ -86,6 +87,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace attnzoo::bench {
 float Bf16DotChains(int64_t iterations, float seed);  // peak_avx512bf16.cc
+float VnniInt8Chains(int64_t iterations, float seed);  // peak_avx512vnni.cc
 float AmxBf16Chains(int64_t iterations, float seed);  // peak_amx.cc
 
 HWY_EXPORT(FmaLanes);
@@ -177,6 +179,16 @@ FmaPeak measure_amx_bf16_peak(double seconds_per_run, int runs) {
   r.lanes = 16 * 16 * 32;  // bf16 products per tdpbf16ps
   r.chains = 4;
   run_peak_probe(seconds_per_run, runs, 2.0 * r.chains * r.lanes, AmxBf16Chains, r);
+  return r;
+}
+
+FmaPeak measure_vnni_int8_peak(double seconds_per_run, int runs) {
+  FmaPeak r;
+  r.target = active_target();
+  if (!quant_gemv_vnni_enabled()) return r;
+  r.lanes = 64;  // byte products per vpdpbusd
+  r.chains = 12;
+  run_peak_probe(seconds_per_run, runs, 2.0 * r.chains * r.lanes, VnniInt8Chains, r);
   return r;
 }
 

@@ -36,6 +36,10 @@ FmaPeak measure_bf16_dot_peak(double seconds_per_run = 0.25, int runs = 3);
 // The same on AMX tiles (tdpbf16ps: 16 x 16 x 32 products per instruction, four accumulator tiles), the ceiling
 // of bf16 products where amx_bf16_enabled(); gflops stays 0 elsewhere. `lanes` is products per instruction.
 FmaPeak measure_amx_bf16_peak(double seconds_per_run = 0.25, int runs = 3);
+// The same for 8-bit integer products with int32 accumulation (vpdpbusd, 128 operations per instruction), the
+// ceiling of prompts on the VNNI integer rows; gflops (giga-operations) stays 0 where quant_gemv_vnni_enabled()
+// is false.
+FmaPeak measure_vnni_int8_peak(double seconds_per_run = 0.25, int runs = 3);
 
 // Streams a `bytes` buffer (pick several times the L3 size) through every thread, best of `runs`.
 MemoryBandwidth measure_memory_bandwidth(int64_t bytes, int runs = 3);

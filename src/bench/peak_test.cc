@@ -10,6 +10,7 @@
 #include "core/amx.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "kernels/quant/gemv_kernels.h"
 #include "testing/test_util.h"
 
 namespace attnzoo::bench {
@@ -45,6 +46,26 @@ TEST(Peak, AmxPeakIsMeasuredWhereTheTilesRun) {
     EXPECT_NEAR(p.gflops, p.gflops_per_thread * p.threads, 1e-6 * p.gflops);
   });
   if (!amx_support().use) GTEST_SKIP() << "no AMX here (" << amx_support().reason << "): only the 0 was checked";
+}
+
+// The 8-bit product peak where the VNNI rows run: above the f32 FMA peak of the same target (vpdpbusd forms 64
+// products where an FMA forms 16), 0 under every target the rows do not run on.
+TEST(Peak, VnniPeakIsMeasuredWhereTheIntegerRowsRun) {
+  bool measured = false;
+  testing::for_each_target([&](Target t) {
+    const FmaPeak p = measure_vnni_int8_peak(0.02, 2);
+    EXPECT_EQ(p.target, t);
+    if (!quant_gemv_vnni_enabled()) {
+      EXPECT_EQ(p.gflops, 0) << target_name(t);
+      return;
+    }
+    measured = true;
+    EXPECT_EQ(p.lanes, 64);
+    EXPECT_GT(p.gflops, measure_fma_peak(0.02, 2).gflops) << target_name(t);
+    EXPECT_LT(p.gflops_per_thread, 1e5);
+    EXPECT_NEAR(p.gflops, p.gflops_per_thread * p.threads, 1e-6 * p.gflops);
+  });
+  if (!measured) GTEST_SKIP() << "no AVX-512 VNNI here: only the 0 was checked";
 }
 
 TEST(Peak, MemoryBandwidthIsPlausible) {

@@ -358,8 +358,7 @@ int run_inspect(const std::vector<std::string>& args) {
 
   const bool config_only = !config_file.empty();
   const FormatChoice formats =
-      config_only ? resolve_formats(checkpoint_formats(Config::load(config_file)), request, matmul_precision(),
-                                    bf16_tiles_enabled())
+      config_only ? resolve_formats(checkpoint_formats(Config::load(config_file)), request)
                   : resolve_formats(dir, request);
   LoadOptions options = load_options(formats);
   options.pool.block_tokens = block_tokens;

@@ -197,8 +197,8 @@ PromptInt8Rows linear_prompt_int8_rows() {
   return from_env;
 }
 
-bool linear_prompt_takes_int8_rows(const QuantMatrix& w) {
-  if (!quant_gemv_has_int8(w.type)) return false;
+bool linear_prompt_takes_int8_rows(QuantType type) {
+  if (!quant_gemv_has_int8(type)) return false;
   switch (linear_prompt_int8_rows()) {
     case PromptInt8Rows::off: return false;
     case PromptInt8Rows::on: return true;
@@ -207,8 +207,10 @@ bool linear_prompt_takes_int8_rows(const QuantMatrix& w) {
   // vpdpbusd forms twice the products per instruction that vdpbf16ps does (four times an f32 FMA), from the packed
   // blocks, where the panels first decode every weight into bf16 pairs or f32 for only T tokens; AMX tiles are
   // several times either.
-  return !amx_bf16_enabled() && quant_gemv_vnni_handles(w.type) && quant_gemv_vnni_enabled();
+  return !amx_bf16_enabled() && quant_gemv_vnni_handles(type) && quant_gemv_vnni_enabled();
 }
+
+bool linear_prompt_takes_int8_rows(const QuantMatrix& w) { return linear_prompt_takes_int8_rows(w.type); }
 
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                     bool reduced) {

@@ -71,7 +71,9 @@ enum class PromptInt8Rows { automatic, off, on };
 PromptInt8Rows prompt_int8_rows_rule(const char* env);
 void set_linear_prompt_int8_rows(PromptInt8Rows mode);
 PromptInt8Rows linear_prompt_int8_rows();
-// Whether a prompt of T > kGemvMaxTokens tokens over w (with reduced products) takes the integer rows here.
+// Whether a prompt of T > kGemvMaxTokens tokens over w (with reduced products) takes the integer rows here; the
+// type alone decides (format_choice reads it for the startup description).
+bool linear_prompt_takes_int8_rows(QuantType type);
 bool linear_prompt_takes_int8_rows(const QuantMatrix& w);
 // bf16 products (x and w rounded to bf16, f32 accumulation) on bf16_pair_gemm (AMX tiles where amx_bf16_enabled(),
 // else vdpbf16ps); `panel` output rows per task. Needs bf16_dot_available().

@@ -5,6 +5,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/quant_type.h"
+#include "layers/linear.h"
 #include "loader/config.h"
 #include "loader/gguf.h"
 #include "loader/model_dir.h"
@@ -65,7 +66,8 @@ void choose_kv_cache(const CheckpointFormats& c, const std::string& asked, Matmu
   }
 }
 
-void choose_products(const CheckpointFormats& c, MatmulPrecision precision, bool bf16_products, FormatChoice& f) {
+void choose_products(const CheckpointFormats& c, MatmulPrecision precision, const ProductRoutes& routes,
+                     FormatChoice& f) {
   // As reduced_products() decides per projection at run time, for the matrices most of the model holds.
   const bool reduced_weights = c.blocked || f.weights == DType::bf16;
   const bool reduced = precision == MatmulPrecision::medium || (precision == MatmulPrecision::automatic && reduced_weights);
@@ -74,15 +76,21 @@ void choose_products(const CheckpointFormats& c, MatmulPrecision precision, bool
                                                                 : precision_words(precision) + ": f32 products";
     return;
   }
-  f.prefill_products = bf16_products ? "bf16" : "f32";
+  const bool int8_prompts = c.blocked && routes.int8_prompts;
+  f.prefill_products = int8_prompts ? "int8" : routes.bf16_tiles ? "bf16" : "f32";
   f.decode_activations = c.blocked ? "int8" : "f32";
   f.products_reason = precision_words(precision) + (precision == MatmulPrecision::automatic
                                                         ? (c.blocked ? " with block-quantized weights"
                                                                      : " with bf16-held weights")
                                                         : "");
-  f.products_reason += bf16_products ? ", bf16 tiles for several tokens (AMX where the CPU has it, else vdpbf16ps)"
-                                     : ", widened to f32 for several tokens (neither AMX nor AVX-512-BF16 on this CPU / "
-                                       "target, or bf16 dot products off: see attnzoo info)";
+  if (int8_prompts)
+    f.products_reason += ", 8-bit activations on the VNNI integer rows for several tokens (AVX-512 VNNI without AMX: "
+                         "fewer CPU seconds than bf16 panels; ATTNZOO_PROMPT_INT8=0 keeps the panels)";
+  else
+    f.products_reason += routes.bf16_tiles
+                             ? ", bf16 tiles for several tokens (AMX where the CPU has it, else vdpbf16ps)"
+                             : ", widened to f32 for several tokens (neither AMX nor AVX-512-BF16 on this CPU / "
+                               "target, or bf16 dot products off: see attnzoo info)";
   f.products_reason += c.blocked ? ", llama.cpp's integer dots for one" : ", one token's GEMV bound by memory";
 }
 
@@ -99,6 +107,7 @@ CheckpointFormats checkpoint_formats(const Config& config) {
   if (config.has("quantization_config") &&
       config.sub("quantization_config").get_string_or("quant_method", "") == "mxfp4") {
     c.blocked = true;
+    c.block_type = QuantType::MXFP4;
     c.dense = DType::f32;
     c.stored += " with MXFP4 experts";
   }
@@ -124,6 +133,7 @@ CheckpointFormats checkpoint_formats(const std::string& path) {
   for (const auto& [type, n] : elements)
     if (n > most_elements) most = type, most_elements = n;
   c.blocked = quant_is_blocked(most);
+  if (c.blocked) c.block_type = most;
   c.dense = c.blocked ? DType::f32 : dtype_of(most).value_or(DType::f32);
   c.stored = quant_type_name(most);
   return c;
@@ -141,17 +151,24 @@ DType parse_kv_cache_dtype(const std::string& dtype) {
 }
 
 FormatChoice resolve_formats(const CheckpointFormats& checkpoint, const FormatRequest& request,
-                             MatmulPrecision precision, bool bf16_products) {
+                             MatmulPrecision precision, const ProductRoutes& routes) {
   FormatChoice f;
   f.checkpoint = checkpoint.gguf ? "GGUF, mostly " + checkpoint.stored : "safetensors, dtype " + checkpoint.stored;
   choose_weights(checkpoint, request.dtype, precision, f);
   choose_kv_cache(checkpoint, request.kv_cache_dtype, precision, f);
-  choose_products(checkpoint, precision, bf16_products, f);
+  choose_products(checkpoint, precision, routes, f);
   return f;
 }
 
+FormatChoice resolve_formats(const CheckpointFormats& checkpoint, const FormatRequest& request) {
+  ProductRoutes routes;
+  routes.bf16_tiles = bf16_tiles_enabled();
+  routes.int8_prompts = checkpoint.blocked && linear_prompt_takes_int8_rows(checkpoint.block_type);
+  return resolve_formats(checkpoint, request, matmul_precision(), routes);
+}
+
 FormatChoice resolve_formats(const std::string& path, const FormatRequest& request) {
-  return resolve_formats(checkpoint_formats(path), request, matmul_precision(), bf16_tiles_enabled());
+  return resolve_formats(checkpoint_formats(path), request);
 }
 
 std::string describe_formats(const FormatChoice& f, const std::string& indent) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "core/quant_type.h"
 #include "layers/matmul_precision.h"
 
 namespace attnzoo {
@@ -19,6 +20,7 @@ struct CheckpointFormats {
   bool blocked = false;           // a block-quantized GGUF format (Q4_0 ... Q8_0, K-quants, MXFP4)
   DType dense = DType::f32;       // otherwise the element type: f32, bf16 or f16
   std::string stored = "float32";  // its name: a GGUF type ("Q4_1", "BF16") or config.json's dtype
+  QuantType block_type = QuantType::F32;  // when blocked: that format (MXFP4 for gpt-oss's safetensors experts)
 };
 
 // A safetensors checkpoint's config.json dtype (f32 when unset); a GGUF file (or a directory holding one): its
@@ -36,17 +38,26 @@ struct FormatChoice {
   DType weights = DType::f32;   // LoadOptions::weights
   DType kv_cache = DType::f32;  // PoolOptions::kv_dtype
   // The projections of most of the model's matrices under the matmul precision of the choice: products of
-  // several tokens ("f32" or "bf16") and the activations of one token's GEMV ("f32" or "int8").
+  // several tokens ("f32", "bf16", or "int8" where prompts over blocks take the integer rows) and the
+  // activations of one token's GEMV ("f32" or "int8").
   std::string prefill_products = "f32", decode_activations = "f32";
   std::string checkpoint;  // what the checkpoint stores, e.g. "GGUF, mostly Q4_1"
   std::string weights_reason, kv_cache_reason, products_reason;
 };
 
-// The choice itself, from its inputs alone (tests give every combination). `bf16_products`: whether this CPU and
-// SIMD target multiply bf16 on tiles (bf16_tiles_enabled(): AMX, or vdpbf16ps where preferred). ArgumentError naming dtype / kv_cache_dtype for an unknown spelling.
+// What this CPU and SIMD target multiply several tokens with when products may be reduced.
+struct ProductRoutes {
+  bool bf16_tiles = false;    // bf16 on tiles (bf16_tiles_enabled(): AMX, or vdpbf16ps where preferred)
+  bool int8_prompts = false;  // prompts over the checkpoint's blocks take the integer rows
+                              // (linear_prompt_takes_int8_rows of its block_type)
+};
+
+// The choice itself, from its inputs alone (tests give every combination). ArgumentError naming dtype /
+// kv_cache_dtype for an unknown spelling.
 FormatChoice resolve_formats(const CheckpointFormats& checkpoint, const FormatRequest& request,
-                             MatmulPrecision precision, bool bf16_products);
-// For the checkpoint at `path` under the process's matmul precision and this CPU.
+                             MatmulPrecision precision, const ProductRoutes& routes);
+// Under the process's matmul precision and this CPU's routes.
+FormatChoice resolve_formats(const CheckpointFormats& checkpoint, const FormatRequest& request);
 FormatChoice resolve_formats(const std::string& path, const FormatRequest& request);
 
 // An explicit KV dtype name ("float32", "bfloat16", "float16", "int8", "fp8" and spellings; not "auto").

@@ -146,9 +146,9 @@ def bf16_peak_name():
     return "amx_bf16" if _core.bf16_tiles_engine() == "AMX tiles" else "bf16_dot"
 
 
-def measure_peaks(config):
+def measure_peaks(config, int8=False):
     """f32 FMA and memory read peaks, plus the bf16-product peaks: vdpbf16ps where the target has AVX-512-BF16,
-    AMX tiles where they run."""
+    AMX tiles where they run; with `int8`, the 8-bit product peak (vpdpbusd) where the VNNI rows run."""
     p = config["probes"]
     peaks = {"fma": _core.measure_fma_peak(p["fma_seconds"], p["fma_runs"]),
              "memory": _core.measure_memory_bandwidth(p["memory_bytes"], p["memory_runs"])}
@@ -156,6 +156,8 @@ def measure_peaks(config):
         peaks["bf16_dot"] = _core.measure_bf16_dot_peak(p["fma_seconds"], p["fma_runs"])
     if _core.bf16_tiles_engine() == "AMX tiles":
         peaks["amx_bf16"] = _core.measure_amx_bf16_peak(p["fma_seconds"], p["fma_runs"])
+    if int8:
+        peaks["vnni_int8"] = _core.measure_vnni_int8_peak(p["fma_seconds"], p["fma_runs"])
     return peaks
 
 
@@ -166,7 +168,7 @@ def better_peaks(first, second):
     fma["samples"] = [first["fma"]["gflops"], second["fma"]["gflops"]]
     memory["samples"] = [first["memory"]["gbps"], second["memory"]["gbps"]]
     out = {"fma": fma, "memory": memory}
-    for key in ("bf16_dot", "amx_bf16"):
+    for key in ("bf16_dot", "amx_bf16", "vnni_int8"):
         if key in first and key in second:
             out[key] = max(first[key], second[key], key=lambda d: d["gflops"])
     return out

@@ -10,8 +10,9 @@
 In one run: the f32 FMA peak and the streaming read bandwidth (attnzoo.bench's probes, best of a run at the
 start and one at the end), then
   prefill   a random prompt of --prompt tokens through a fresh sequence (median of --repeats runs): tokens/s,
-            and the projection GEMMs' GFLOP/s as a fraction of the FMA peak (bf16 weights are widened to f32
-            in the kernels, so the f32 FMA peak is their ceiling too);
+            and the projection GEMMs' GFLOP/s as a fraction of the peak of the products that ran (`attnzoo
+            inspect`'s "products" line): the f32 FMA peak, bf16 on AMX tiles or vdpbf16ps, or 8-bit integers on
+            vpdpbusd (prompts over block weights on the VNNI rows);
   decode    --gen single-token steps after that prompt: tokens/s, and the weight bytes each step streams
             (every layer's projections and the lm_head as held) / step time, as a fraction of the bandwidth;
   contexts  shorter decode runs after prompts of several lengths: attention layers slow down as their KV
@@ -332,12 +333,14 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     say("measuring the peaks again")
     peaks = better_peaks(peaks, measure_peaks(config))
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
-    bf16_products = info["formats"]["prefill_products"] == "bf16"
-    bf16_peak = bf16_peak_name()  # the engine's: AMX tiles where they run, else vdpbf16ps
-    if bf16_products:
+    products = info["formats"]["prefill_products"]  # "f32", "bf16", or "int8" (prompts on the VNNI rows)
+    # The engine's ceiling: AMX tiles where they run, else vdpbf16ps; vpdpbusd for the integer rows.
+    ceiling = {"bf16": bf16_peak_name(), "int8": "vnni_int8"}.get(products, "fma")
+    if ceiling != "fma":
         p = config["probes"]
-        probe = _core.measure_amx_bf16_peak if bf16_peak == "amx_bf16" else _core.measure_bf16_dot_peak
-        peaks[bf16_peak] = max((probe(p["fma_seconds"], p["fma_runs"]) for _ in range(2)), key=lambda d: d["gflops"])
+        probe = {"amx_bf16": _core.measure_amx_bf16_peak, "bf16_dot": _core.measure_bf16_dot_peak,
+                 "vnni_int8": _core.measure_vnni_int8_peak}[ceiling]
+        peaks[ceiling] = max((probe(p["fma_seconds"], p["fma_runs"]) for _ in range(2)), key=lambda d: d["gflops"])
 
     prefill_s = float(np.median(prefill_times))
     linear_flops = 2.0 * layer_matrix_elements(model_dir) * prompt + 2.0 * info["hidden_size"] * info["vocab_size"]
@@ -349,15 +352,15 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
                "linear_gflops": linear_flops / prefill_s * 1e-9,
                "total_gflops": (linear_flops + attn_flops) / prefill_s * 1e-9}
     prefill["fraction_of_fma_peak"] = prefill["linear_gflops"] / fma
-    prefill["products"] = "bf16" if bf16_products else "f32"
-    prefill["ceiling_gflops"] = peaks[bf16_peak]["gflops"] if bf16_products else fma
-    prefill["ceiling"] = bf16_peak if bf16_products else "fma"
+    prefill["products"] = products
+    prefill["ceiling_gflops"] = fma if ceiling == "fma" else peaks[ceiling]["gflops"]
+    prefill["ceiling"] = ceiling
     prefill["fraction_of_ceiling"] = prefill["linear_gflops"] / prefill["ceiling_gflops"]
     decode = _decode_row(info, prompt, decode_times, bandwidth)
     by_context = [_decode_row(info, c, times, bandwidth) for c, times in sweep]
 
     cpu = _core.cpu_info()
-    if matmul_precision == "medium" and not bf16_products:
+    if matmul_precision == "medium" and products == "f32":
         notes.append("--matmul-precision=medium has no effect here: no bf16 tiles (no AMX or AVX-512-BF16, or off: "
                      "see attnzoo info; products stay f32)")
     if linear_prefill == "recurrent" and not linear_layers:

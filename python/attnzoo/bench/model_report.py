@@ -19,6 +19,8 @@ def format_report(doc):
             f"   peak bf16 products {p['ceiling_gflops']:.1f} GFLOP/s "
             f"({'AMX tiles' if p.get('ceiling') == 'amx_bf16' else 'vdpbf16ps'})"
             if p.get("products") == "bf16"
+            else f"   peak int8 products {p['ceiling_gflops']:.1f} GOP/s (vpdpbusd, the prompt's integer rows)"
+            if p.get("products") == "int8"
             else "  (f32 products: bf16 weights are widened exactly)" if m["weights_dtype"] == "bfloat16"
             else "  (f32 products)"),
         f"memory read     {mem['gbps']:8.1f} GB/s",
