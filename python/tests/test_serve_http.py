@@ -106,10 +106,11 @@ class Reader:
             return True
 
 
-def ask(server, raw, send_all=True, source="127.0.0.1"):
+def ask(server, raw, send_all=True, source="127.0.0.1", deadline=DEADLINE):
     """(status, headers, body) of the answer to the bytes `raw`; sent from a thread (the server may answer, and
     stop reading, long before a large request is all sent)."""
     with connect(server, source) as sock:
+        sock.settimeout(deadline)
         def send():
             try:
                 sock.sendall(raw)
@@ -119,7 +120,7 @@ def ask(server, raw, send_all=True, source="127.0.0.1"):
         sender.start()
         start = time.monotonic()
         answer = Reader(sock).response()
-        assert time.monotonic() - start < DEADLINE
+        assert time.monotonic() - start < deadline
         return answer
 
 
@@ -344,7 +345,8 @@ def test_sigterm_drains_lets_in_flight_finish_and_exits_0(checkpoint):  # noqa: 
         # buffers, so they are still in flight, however fast the engine, until the test reads them.
         streams = [_start_stream(s, 470, 16) for _ in range(2)]
         pending = []
-        t = threading.Thread(target=lambda: pending.append(ask(s, completion(s, 300))))
+        # 300 tokens beside 32 stalled sequences: 2-3 s alone, over 10 s on a 2-core machine running other suites.
+        t = threading.Thread(target=lambda: pending.append(ask(s, completion(s, 300), deadline=4 * DEADLINE)))
         t.start()
         time.sleep(0.3)
         s.proc.send_signal(signal.SIGTERM)
