@@ -220,7 +220,7 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
     else w.null();
   } else {
     ReasoningStream::Piece piece{"", d.text};
-    std::vector<ToolCall> harmony_calls;
+    std::vector<ToolCallDelta> harmony_calls;
     if (ctx_.harmony) {
       HarmonyReader& h = harmony_.at(i);
       HarmonyReader::Piece p = h.feed(d.text);
@@ -228,9 +228,12 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
         HarmonyReader::Piece rest = h.finish(*d.finish_reason == FinishReason::stop);
         p.reasoning += rest.reasoning;
         p.content += rest.content;
-        harmony_calls = h.calls();
+        for (ToolCallDelta& c : rest.calls)  // (the rest of a call's body joins its last delta of this chunk)
+          if (!c.first && !p.calls.empty() && p.calls.back().index == c.index) p.calls.back().arguments += c.arguments;
+          else p.calls.push_back(std::move(c));
       }
       piece = {std::move(p.reasoning), std::move(p.content)};
+      harmony_calls = std::move(p.calls);
     } else if (ctx_.reasoning != ReasoningParser::none) {
       piece = reasoning_.at(i).feed(d.text);
       if (d.finish_reason) {
@@ -248,8 +251,7 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
         step.calls.insert(step.calls.end(), rest.calls.begin(), rest.calls.end());
       }
     }
-    for (size_t c = 0; c < harmony_calls.size(); ++c)  // harmony's calls go out whole in the finishing chunk
-      step.calls.push_back({c, true, harmony_calls[c].id, harmony_calls[c].name, harmony_calls[c].arguments});
+    step.calls.insert(step.calls.end(), harmony_calls.begin(), harmony_calls.end());
     const std::string& text = step.content;
     w.key("delta").begin_object();
     if (!started_.at(i)) w.member("role", "assistant");

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "loader/json.h"
+#include "server/tool_call_scan.h"
 
 namespace attnzoo::server {
 namespace {
@@ -103,67 +104,141 @@ ParsedAnswer parse_section(std::string_view text, const Markers& m, const BodyRe
 constexpr Markers kDeepSeek{kDeepSeekCallsBegin, kDeepSeekCallsEnd, kDeepSeekCallBegin, kDeepSeekCallEnd};
 constexpr Markers kKimi{kKimiSectionBegin, kKimiSectionEnd, kKimiCallBegin, kKimiCallEnd};
 
+// A call block's head, the text before its arguments: whole (the name, Kimi's id, and where the arguments' '{'
+// is), not yet whole (the text so far may still become one), or broken.
+enum class Head { more, whole, broken };
+struct CallHead {
+  std::string name, id;
+  size_t args = 0;
+};
+
+// The '{' at the first non-space at or after `i`.
+Head object_start(std::string_view body, size_t i, CallHead& head) {
+  i = body.find_first_not_of(" \t\r\n", i);
+  if (i == npos) return Head::more;
+  if (body[i] != '{') return Head::broken;
+  head.args = i;
+  return Head::whole;
+}
+
+Head read_head(ToolFormat f, std::string_view body, CallHead& head) {
+  if (f == ToolFormat::kimi_k2) {
+    // functions.NAME:IDX<|tool_call_argument_begin|>: the id is kept, the name is between the last '.' and ':' of
+    // its first part (vLLM reads "NAME:IDX" too).
+    const size_t arg = body.find(kKimiArgumentBegin);
+    if (arg == npos) return Head::more;
+    const std::string_view id = trim(body.substr(0, arg));
+    const size_t colon = id.rfind(':');
+    if (colon == npos || colon + 1 == id.size() || !plain_name(id)) return Head::broken;
+    for (char c : id.substr(colon + 1))
+      if (c < '0' || c > '9') return Head::broken;
+    std::string_view name = id.substr(0, id.find(':'));
+    if (const size_t dot = name.rfind('.'); dot != npos) name = name.substr(dot + 1);
+    if (name.empty()) return Head::broken;
+    head.name = std::string(name);
+    head.id = std::string(id);
+    return object_start(body, arg + kKimiArgumentBegin.size(), head);
+  }
+  const size_t sep = body.find(kDeepSeekSep);
+  if (sep == npos) return Head::more;
+  const size_t after = sep + kDeepSeekSep.size();
+  if (f == ToolFormat::deepseek_v31) {  // NAME<｜tool▁sep｜>{...}
+    const std::string_view name = trim(body.substr(0, sep));
+    if (!plain_name(name)) return Head::broken;
+    head.name = std::string(name);
+    return object_start(body, after, head);
+  }
+  // TYPE<｜tool▁sep｜>NAME\n```json\n{...}\n```
+  if (!plain_name(trim(body.substr(0, sep)))) return Head::broken;
+  const size_t line = body.find('\n', after);
+  if (line == npos) return Head::more;
+  const std::string_view name = trim(body.substr(after, line - after));
+  if (!plain_name(name)) return Head::broken;
+  const size_t fence = body.find_first_not_of(" \t\r\n", line + 1);
+  if (fence == npos) return Head::more;
+  const std::string_view rest = body.substr(fence);
+  if (!rest.starts_with("```")) return std::string_view("```").starts_with(rest) ? Head::more : Head::broken;
+  const size_t fence_line = rest.find('\n');
+  if (fence_line == npos) return Head::more;
+  const std::string_view lang = trim(rest.substr(3, fence_line - 3));
+  if (!lang.empty() && lang != "json") return Head::broken;
+  head.name = std::string(name);
+  return object_start(body, fence + fence_line + 1, head);
+}
+
+// A whole call block: its head and then one JSON object (DeepSeek-V3's closing fence, which may be missing where the
+// answer was cut after the object, left out).
+bool read_call(ToolFormat f, std::string_view body, ToolCall& call) {
+  CallHead head;
+  if (read_head(f, body, head) != Head::whole) return false;
+  std::string_view rest = body.substr(head.args);
+  if (f == ToolFormat::deepseek_v3)
+    if (const size_t fence = rest.rfind("```"); fence != npos && all_space(rest.substr(fence + 3)))
+      rest = rest.substr(0, fence);
+  if (!arguments_object(trim(rest), call.arguments)) return false;
+  call.name = std::move(head.name);
+  call.id = f == ToolFormat::kimi_k2 ? std::move(head.id) : new_tool_call_id(f);
+  return true;
+}
+
 }  // namespace
 
 ParsedAnswer parse_deepseek_v3_tool_calls(std::string_view text) {
-  return parse_section(text, kDeepSeek, [](std::string_view body, ToolCall& call) {
-    // TYPE<｜tool▁sep｜>NAME\n```json\n{...}\n```
-    const size_t sep = body.find(kDeepSeekSep);
-    if (sep == npos || !plain_name(trim(body.substr(0, sep)))) return false;
-    std::string_view rest = body.substr(sep + kDeepSeekSep.size());
-    const size_t line = rest.find('\n');
-    if (line == npos) return false;
-    const std::string_view name = trim(rest.substr(0, line));
-    rest = trim(rest.substr(line + 1));
-    if (!plain_name(name) || !rest.starts_with("```")) return false;
-    const size_t fence_line = rest.find('\n');
-    if (fence_line == npos) return false;
-    const std::string_view lang = trim(rest.substr(3, fence_line - 3));
-    if (!lang.empty() && lang != "json") return false;
-    rest = rest.substr(fence_line + 1);
-    // The closing fence may be missing where the answer was cut after the object.
-    if (const size_t fence = rest.rfind("```"); fence != npos && all_space(rest.substr(fence + 3)))
-      rest = rest.substr(0, fence);
-    if (!arguments_object(trim(rest), call.arguments)) return false;
-    call.name = std::string(name);
-    call.id = new_tool_call_id(ToolFormat::deepseek_v3);
-    return true;
+  return parse_section(text, kDeepSeek, [](std::string_view body, ToolCall& c) {
+    return read_call(ToolFormat::deepseek_v3, body, c);
   });
 }
 
 ParsedAnswer parse_deepseek_v31_tool_calls(std::string_view text) {
-  return parse_section(text, kDeepSeek, [](std::string_view body, ToolCall& call) {
-    // NAME<｜tool▁sep｜>{...}
-    const size_t sep = body.find(kDeepSeekSep);
-    if (sep == npos) return false;
-    const std::string_view name = trim(body.substr(0, sep));
-    if (!plain_name(name) || !arguments_object(trim(body.substr(sep + kDeepSeekSep.size())), call.arguments))
-      return false;
-    call.name = std::string(name);
-    call.id = new_tool_call_id(ToolFormat::deepseek_v31);
-    return true;
+  return parse_section(text, kDeepSeek, [](std::string_view body, ToolCall& c) {
+    return read_call(ToolFormat::deepseek_v31, body, c);
   });
 }
 
 ParsedAnswer parse_kimi_k2_tool_calls(std::string_view text) {
-  return parse_section(text, kKimi, [](std::string_view body, ToolCall& call) {
-    // functions.NAME:IDX<|tool_call_argument_begin|>{...}; the id is kept, the name is between the last '.' and ':'
-    // of its first part (vLLM reads "NAME:IDX" too).
-    const size_t arg = body.find(kKimiArgumentBegin);
-    if (arg == npos) return false;
-    const std::string_view id = trim(body.substr(0, arg));
-    const size_t colon = id.rfind(':');
-    if (colon == npos || colon + 1 == id.size() || !plain_name(id)) return false;
-    for (char c : id.substr(colon + 1))
-      if (c < '0' || c > '9') return false;
-    std::string_view name = id.substr(0, id.find(':'));
-    if (const size_t dot = name.rfind('.'); dot != npos) name = name.substr(dot + 1);
-    if (name.empty() || !arguments_object(trim(body.substr(arg + kKimiArgumentBegin.size())), call.arguments))
-      return false;
-    call.name = std::string(name);
-    call.id = std::string(id);
-    return true;
+  return parse_section(text, kKimi, [](std::string_view body, ToolCall& c) {
+    return read_call(ToolFormat::kimi_k2, body, c);
   });
+}
+
+SectionSoFar section_calls_so_far(ToolFormat f, std::string_view text, size_t from) {
+  const Markers& m = f == ToolFormat::kimi_k2 ? kKimi : kDeepSeek;
+  SectionSoFar out;
+  size_t pos = from;
+  if (from == 0) {
+    const size_t at = text.find(m.section_begin);
+    if (at == npos) return out;
+    pos = at + m.section_begin.size();
+  }
+  // The blocks as parse_section cuts them; only the one still open is read again by the next push.
+  for (;;) {
+    const size_t call = text.find(m.call_begin, pos);
+    if (call == npos || text.find(m.section_end, pos) < call) return out;
+    const size_t body = call + m.call_begin.size();
+    const size_t close = text.find(m.call_end, body);
+    const size_t limit = std::min({close, text.find(m.call_begin, body), text.find(m.section_end, body), text.size()});
+    const std::string_view b = text.substr(body, limit - body);
+    CallHead head;
+    const Head h = read_head(f, b, head);
+    if (limit == text.size()) {  // still open: its arguments' text so far, once the head is whole
+      if (h != Head::whole) return out;
+      const std::string_view object = b.substr(head.args);
+      const size_t end = json_value_end(object, 0);
+      out.calls.push_back({std::move(head.name), std::move(head.id),
+                           std::string(object.substr(0, end == npos ? object.size() : end))});
+      return out;
+    }
+    ToolCall c;
+    if (read_call(f, b, c)) {
+      out.calls.push_back({std::move(c.name), f == ToolFormat::kimi_k2 ? std::move(c.id) : std::string(),
+                           std::move(c.arguments)});
+    } else if (h == Head::whole) {
+      // Announced (maybe) and then broken: the whole answer's reading, at the end, has the last word.
+      return out;
+    }  // (a block whose head was never whole was never announced: content, as the whole answer reads it)
+    out.settled = out.calls.size();
+    pos = out.resume = limit == close ? close + m.call_end.size() : limit;
+  }
 }
 
 bool names_call_outside_json(ToolFormat f) {

@@ -12,6 +12,7 @@
 // the whole answer is content.
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/tool_calls.h"
 
@@ -31,6 +32,21 @@ inline constexpr std::string_view kKimiCallEnd = "<|tool_call_end|>";
 ParsedAnswer parse_deepseek_v3_tool_calls(std::string_view text);
 ParsedAnswer parse_deepseek_v31_tool_calls(std::string_view text);
 ParsedAnswer parse_kimi_k2_tool_calls(std::string_view text);
+
+// A section's calls as far as a streamed answer shows them (ToolCallStream), in the blocks parse_section cuts:
+// a call's name (and Kimi's id) once its head is whole and its arguments' '{' has come, then the object's text as
+// it is written; a block closed by its end marker (or by the next block, or the section's end) is read as the whole
+// answer reads it: a call, or content that takes no index (a block whose head was broken was never announced).
+struct SectionCallSoFar {
+  std::string name, id, arguments;
+};
+struct SectionSoFar {
+  std::vector<SectionCallSoFar> calls;
+  size_t settled = 0;  // calls in closed blocks: no later text changes them
+  size_t resume = 0;   // where the next read starts (past those blocks)
+};
+// `from`: 0 (the section's marker is searched for), or the `resume` of an earlier read of the same text grown.
+SectionSoFar section_calls_so_far(ToolFormat f, std::string_view text, size_t from);
 
 // deepseek_v3 / deepseek_v31 / kimi_k2: the function's name is written outside the JSON, so a forced call names its
 // function in the prompt's opening and the schema holds only the arguments.

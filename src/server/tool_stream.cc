@@ -3,6 +3,7 @@
 #include "engine/stop.h"  // tag_overlap: a tail that may still become a marker
 #include "server/tool_call_scan.h"
 #include "server/tool_format_pythonic.h"
+#include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
 namespace {
@@ -23,8 +24,11 @@ ToolCallStream::ToolCallStream(ToolFormat format, ToolMode mode, bool parallel, 
       mode_(mode),
       parallel_(parallel),
       forced_name_(std::move(forced_name)),
-      // As forced_calls reads the answer: behind the opening the prompt ended with.
-      opening_(mode == ToolMode::forced ? forced_json_opening(format) : std::string_view()),
+      // As forced_calls reads the answer: behind the opening the prompt ended with (for a format that names the
+      // function outside the JSON, the section's and the call's openings: the stream reads it as a section).
+      opening_(mode != ToolMode::forced            ? std::string()
+               : names_call_outside_json(format) ? forced_call_opening(format, forced_name_)
+                                                 : std::string(forced_json_opening(format))),
       answer_(opening_) {}
 
 std::string_view ToolCallStream::definite() const {
@@ -32,6 +36,12 @@ std::string_view ToolCallStream::definite() const {
   size_t hold = 0;
   if (format_ == ToolFormat::hermes)
     hold = std::max(tag_overlap(a, kToolCallOpen), tag_overlap(a, kToolCallClose));
+  else if (format_ == ToolFormat::deepseek_v3 || format_ == ToolFormat::deepseek_v31)
+    for (std::string_view m : {kDeepSeekCallsBegin, kDeepSeekCallBegin, kDeepSeekCallEnd, kDeepSeekCallsEnd})
+      hold = std::max(hold, tag_overlap(a, m));
+  else if (format_ == ToolFormat::kimi_k2)
+    for (std::string_view m : {kKimiSectionBegin, kKimiCallBegin, kKimiCallEnd, kKimiSectionEnd})
+      hold = std::max(hold, tag_overlap(a, m));
   else if (format_ != ToolFormat::llama3_json && !tool_call_marker(format_).empty())  // (Llama's tag only leads)
     hold = tag_overlap(a, tool_call_marker(format_));
   return a.substr(0, a.size() - hold);
@@ -147,12 +157,22 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
   return out;
 }
 
+ToolCallStream::Read ToolCallStream::section_calls(std::string_view text, size_t from) const {
+  SectionSoFar so_far = section_calls_so_far(format_, text, from);
+  Read out;
+  for (SectionCallSoFar& c : so_far.calls) out.calls.push_back({std::move(c.name), std::move(c.arguments), std::move(c.id)});
+  out.settled = so_far.settled;
+  out.resume = so_far.resume;
+  return out;
+}
+
 std::vector<ToolCallStream::Partial> ToolCallStream::partial_calls(size_t& base) {
   const std::string_view text = definite();
-  // A format without a reader here sends its calls whole when the choice ends (finish).
+  // A format without a reader here (pythonic) sends its calls whole when the choice ends (finish).
   Read r = format_ == ToolFormat::hermes        ? hermes_calls(text, resume_)
            : format_ == ToolFormat::mistral     ? mistral_calls(text, resume_)
            : format_ == ToolFormat::llama3_json ? llama3_calls(text, resume_)
+           : names_call_outside_json(format_)   ? section_calls(text, resume_)
                                                 : Read{};
   base = settled_;
   settled_ += r.settled;

@@ -60,6 +60,7 @@ class ToolCallStream {
   Read hermes_calls(std::string_view text, size_t from) const;
   Read llama3_calls(std::string_view text, size_t from) const;
   Read mistral_calls(std::string_view text, size_t from) const;
+  Read section_calls(std::string_view text, size_t from) const;  // DeepSeek-V3 / V3.1, Kimi-K2
   std::string_view definite() const;
   void send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out);
 
