@@ -406,6 +406,33 @@ TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
   }
 }
 
+// A forced call: its header is the prompt's end, so the first chunk announces it, with the arguments it brings.
+TEST(HarmonyResponses, ForcedCallStreamsFromTheFirstChunk) {
+  const ResponseContext ctx = harmony_context(ToolMode::forced, true, harmony_call_header("get_weather"));
+  StreamWriter w(ctx, 1, false, false);
+  const std::vector<std::string> pieces = {"{\"city\": ", "\"Rome\"}"};
+  std::vector<std::vector<std::string>> fragments;
+  std::string reason;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    SampleDelta d;
+    d.text = pieces[i];
+    if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
+    const std::string e = w.chunk(d);
+    const json::Value v = json::parse(e.substr(6));
+    const json::Value& ch = v.find("choices")->as_array()[0];
+    fragments.emplace_back();
+    for (const json::Value& call : ch.find("delta")->find("tool_calls")->as_array()) {
+      EXPECT_EQ(call.find("index")->as_int(), 0);
+      EXPECT_EQ(call.find("id") != nullptr, i == 0);
+      if (i == 0) EXPECT_EQ(call.find("function")->find("name")->as_string(), "get_weather");
+      fragments.back().push_back(call.find("function")->find("arguments")->as_string());
+    }
+    if (!ch.find("finish_reason")->is_null()) reason = ch.find("finish_reason")->as_string();
+  }
+  EXPECT_EQ(fragments, (std::vector<std::vector<std::string>>{{"{\"city\": "}, {"\"Rome\"}"}}));
+  EXPECT_EQ(reason, "tool_calls");
+}
+
 TEST(HarmonyResponses, ParallelToolCallsFalseSendsTheFirstCallOnly) {
   ResponseContext ctx = harmony_context(ToolMode::automatic);
   ctx.parallel_tool_calls = false;

@@ -199,8 +199,9 @@ StreamWriter::StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs,
       reasoning_(size_t(n), ReasoningStream(ctx.reasoning)) {
   if (ctx.harmony) {
     harmony_.assign(size_t(n), HarmonyReader(ctx.tool_mode != ToolMode::text, ctx.parallel_tool_calls));
-    // The prefix is a header only (it ends with <|message|>): it sends nothing.
-    for (HarmonyReader& h : harmony_) h.feed(ctx.harmony_prefix);
+    // The prefix is a header only (it ends with <|message|>): a forced call's announces the call, which goes out
+    // with each choice's first chunk.
+    for (HarmonyReader& h : harmony_) harmony_opened_.push_back(h.feed(ctx.harmony_prefix).calls);
   } else if (ctx.tool_mode != ToolMode::text) {
     tools_.assign(size_t(n),
                   ToolCallStream(ctx.tool_format, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_forced_name));
@@ -224,6 +225,15 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
     if (ctx_.harmony) {
       HarmonyReader& h = harmony_.at(i);
       HarmonyReader::Piece p = h.feed(d.text);
+      if (!harmony_opened_.at(i).empty()) {
+        // The forced call's announcement first; it takes the arguments this chunk brought for it.
+        std::vector<ToolCallDelta> calls = std::move(harmony_opened_[i]);
+        harmony_opened_[i].clear();
+        for (ToolCallDelta& c : p.calls)
+          if (!c.first && c.index == calls.back().index) calls.back().arguments += c.arguments;
+          else calls.push_back(std::move(c));
+        p.calls = std::move(calls);
+      }
       if (d.finish_reason) {
         HarmonyReader::Piece rest = h.finish(*d.finish_reason == FinishReason::stop);
         p.reasoning += rest.reasoning;
