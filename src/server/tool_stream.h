@@ -4,7 +4,9 @@
 // {"index", "function": {"arguments": <new text>}} as its arguments grow. The arguments go out as the model writes
 // them (the value's own bytes, read by tool_call_scan.h), so call i's fragments concatenate to the `arguments`
 // the whole answer reports for call i. Held back: a tail that may be the start of a marker (</tool_call>,
-// [TOOL_CALLS]) and a string-valued "arguments" until it closes (its contents, not its text, are the arguments).
+// [TOOL_CALLS], the DeepSeek / Kimi section markers) and a string-valued "arguments" until it closes (its contents,
+// not its text, are the arguments). DeepSeek-V3 / V3.1 and Kimi-K2 name the function in a head before the
+// arguments object (tool_format_sections.h: section_calls_so_far); pythonic calls still go out whole in finish.
 //
 // The content before the calls streams as it comes (ToolCallStream::push); the answer is read whole when the
 // choice ends (finish): whatever that reading has beyond what was sent goes out then (content after the calls,

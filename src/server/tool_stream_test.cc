@@ -223,10 +223,9 @@ TEST(ToolStreamSplits, AMalformedBlockMakesTheAnswerContent) {
   const ParsedAnswer w = whole(ToolFormat::hermes, ToolMode::automatic, true, text);
   EXPECT_TRUE(w.calls.empty());
   EXPECT_EQ(w.content, text);
-  for (size_t at = 0; at <= text.size(); ++at) {
-    const Streamed s = run(ToolFormat::hermes, ToolMode::automatic, true, {text.substr(0, at), text.substr(at)});
-    EXPECT_EQ(s.content, text) << at;
-  }
+  testing::for_each_split(text, 0, [&](const std::vector<std::string>& pieces, const std::string& where) {
+    EXPECT_EQ(run(ToolFormat::hermes, ToolMode::automatic, true, pieces).content, text) << where;
+  });
 }
 
 // Two choices' streams keep their own indices and ids.
@@ -284,8 +283,9 @@ TEST(RequiredCalls, SeveralCallsInEachFormatsSyntax) {
     EXPECT_EQ(a.calls[1].name, "get_weather");
     EXPECT_EQ(a.calls[1].arguments, "{\"city\": \"Oslo\"}");
     EXPECT_TRUE(a.content.empty());
-    for (size_t at = 0; at <= w.text.size(); ++at)
-      expect_same(a, run(w.format, ToolMode::forced, true, {w.text.substr(0, at), w.text.substr(at)}), what);
+    testing::for_each_split(w.text, 0, [&](const std::vector<std::string>& pieces, const std::string& where) {
+      expect_same(a, run(w.format, ToolMode::forced, true, pieces), what + " split " + where);
+    });
     // Cut inside the second call: content, as a single forced call cut by max_tokens is.
     const std::string cut = w.text.substr(0, w.text.size() - 8);
     EXPECT_TRUE(read_answer(cut, ToolMode::forced, true, w.format).calls.empty()) << what;
