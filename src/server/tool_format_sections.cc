@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include "loader/json.h"
@@ -201,44 +202,107 @@ ParsedAnswer parse_kimi_k2_tool_calls(std::string_view text) {
   });
 }
 
-SectionSoFar section_calls_so_far(ToolFormat f, std::string_view text, size_t from) {
-  const Markers& m = f == ToolFormat::kimi_k2 ? kKimi : kDeepSeek;
-  SectionSoFar out;
-  size_t pos = from;
-  if (from == 0) {
-    const size_t at = text.find(m.section_begin);
-    if (at == npos) return out;
-    pos = at + m.section_begin.size();
-  }
-  // The blocks as parse_section cuts them; only the one still open is read again by the next push.
-  for (;;) {
-    const size_t call = text.find(m.call_begin, pos);
-    if (call == npos || text.find(m.section_end, pos) < call) return out;
-    const size_t body = call + m.call_begin.size();
-    const size_t close = text.find(m.call_end, body);
-    const size_t limit = std::min({close, text.find(m.call_begin, body), text.find(m.section_end, body), text.size()});
-    const std::string_view b = text.substr(body, limit - body);
-    CallHead head;
-    const Head h = read_head(f, b, head);
-    if (limit == text.size()) {  // still open: its arguments' text so far, once the head is whole
-      if (h != Head::whole) return out;
-      const std::string_view object = b.substr(head.args);
-      const size_t end = json_value_end(object, 0);
-      out.calls.push_back({std::move(head.name), std::move(head.id),
-                           std::string(object.substr(0, end == npos ? object.size() : end))});
-      return out;
+namespace {
+
+// The earliest of `markers` at or after `from` (npos when none).
+size_t earliest(std::string_view text, std::initializer_list<std::string_view> markers, size_t from) {
+  size_t best = npos;
+  for (std::string_view m : markers) best = std::min(best, text.find(m, from));
+  return best;
+}
+
+// Where a search that found none of `markers` in `text` may resume: a marker cut by the text's end would begin in the
+// last (longest - 1) bytes.
+size_t resume_after(std::string_view text, std::initializer_list<std::string_view> markers, size_t from) {
+  size_t longest = 0;
+  for (std::string_view m : markers) longest = std::max(longest, m.size());
+  return std::max(from, text.size() >= longest ? text.size() - longest + 1 : 0);
+}
+
+}  // namespace
+
+void SectionCallStream::arguments(std::string_view text, size_t block_end, std::vector<Delta>& out) {
+  for (; !object_closed_ && scan_ < block_end; ++scan_) {
+    const char c = text[scan_];
+    if (in_string_) {
+      if (escape_) escape_ = false;
+      else if (c == '\\') escape_ = true;
+      else if (c == '"') in_string_ = false;
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if ((c == '}' || c == ']') && --depth_ == 0) {
+      object_closed_ = true;
+      object_end_ = scan_ + 1;
     }
-    ToolCall c;
-    if (read_call(f, b, c)) {
-      out.calls.push_back({std::move(c.name), f == ToolFormat::kimi_k2 ? std::move(c.id) : std::string(),
-                           std::move(c.arguments)});
-    } else if (h == Head::whole) {
-      // Announced (maybe) and then broken: the whole answer's reading, at the end, has the last word.
-      return out;
-    }  // (a block whose head was never whole was never announced: content, as the whole answer reads it)
-    out.settled = out.calls.size();
-    pos = out.resume = limit == close ? close + m.call_end.size() : limit;
   }
+  const size_t end = object_closed_ ? object_end_ : block_end;
+  if (end <= sent_) return;
+  if (out.empty() || out.back().index != calls_ - 1) out.push_back({calls_ - 1, false, "", "", ""});
+  out.back().arguments += text.substr(sent_, end - sent_);
+  sent_ = end;
+}
+
+std::vector<SectionCallStream::Delta> SectionCallStream::feed(std::string_view text) {
+  const Markers& m = f_ == ToolFormat::kimi_k2 ? kKimi : kDeepSeek;
+  std::vector<Delta> out;
+  while (!done_) {
+    if (!in_section_) {
+      const size_t at = text.find(m.section_begin, pos_);
+      if (at == npos) {
+        pos_ = resume_after(text, {m.section_begin}, pos_);
+        return out;
+      }
+      in_section_ = true;
+      pos_ = at + m.section_begin.size();
+    }
+    if (!in_block_) {
+      const size_t call = text.find(m.call_begin, pos_), section_end = text.find(m.section_end, pos_);
+      if (section_end < call) {  // the section's end: what follows is content (the whole answer's reading)
+        done_ = true;
+        return out;
+      }
+      if (call == npos) {
+        pos_ = resume_after(text, {m.call_begin, m.section_end}, pos_);
+        return out;
+      }
+      in_block_ = true;
+      body_ = searched_ = call + m.call_begin.size();
+      head_ = HeadState::more;
+      depth_ = 0;
+      in_string_ = escape_ = object_closed_ = false;
+    }
+    // A block ends at its end marker, or where the next block or the section's end begins.
+    const size_t limit = earliest(text, {m.call_end, m.call_begin, m.section_end}, searched_);
+    const size_t block_end = limit == npos ? text.size() : limit;
+    searched_ = limit == npos ? resume_after(text, {m.call_end, m.call_begin, m.section_end}, searched_) : limit;
+    const std::string_view block = text.substr(body_, block_end - body_);
+    if (head_ == HeadState::more) {
+      CallHead h;
+      const Head r = read_head(f_, block, h);
+      if (r == Head::whole) {
+        head_ = HeadState::whole;
+        scan_ = sent_ = body_ + h.args;
+        out.push_back({calls_++, true, std::move(h.name), f_ == ToolFormat::kimi_k2 ? std::move(h.id) : "", ""});
+      } else if (r == Head::broken) {
+        head_ = HeadState::broken;
+      }
+    }
+    if (head_ == HeadState::whole) arguments(text, block_end, out);
+    if (limit == npos) return out;
+    // Closed: read as the whole answer reads it.
+    ToolCall c;
+    if (!read_call(f_, block, c)) {
+      if (head_ == HeadState::whole) done_ = true;  // announced, then broken
+    } else if (head_ != HeadState::whole) {  // head and arguments came in one piece
+      out.push_back({calls_++, true, std::move(c.name), f_ == ToolFormat::kimi_k2 ? std::move(c.id) : "",
+                     std::move(c.arguments)});
+    }
+    in_block_ = false;
+    pos_ = text.substr(limit).starts_with(m.call_end) ? limit + m.call_end.size() : limit;
+  }
+  return out;
 }
 
 bool names_call_outside_json(ToolFormat f) {

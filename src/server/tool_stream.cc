@@ -3,7 +3,6 @@
 #include "engine/stop.h"  // tag_overlap: a tail that may still become a marker
 #include "server/tool_call_scan.h"
 #include "server/tool_format_pythonic.h"
-#include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
 namespace {
@@ -29,7 +28,8 @@ ToolCallStream::ToolCallStream(ToolFormat format, ToolMode mode, bool parallel, 
       opening_(mode != ToolMode::forced            ? std::string()
                : names_call_outside_json(format) ? forced_call_opening(format, forced_name_)
                                                  : std::string(forced_json_opening(format))),
-      answer_(opening_) {}
+      answer_(opening_),
+      sections_(format) {}
 
 std::string_view ToolCallStream::definite() const {
   const std::string_view a = answer_;
@@ -157,22 +157,13 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
   return out;
 }
 
-ToolCallStream::Read ToolCallStream::section_calls(std::string_view text, size_t from) const {
-  SectionSoFar so_far = section_calls_so_far(format_, text, from);
-  Read out;
-  for (SectionCallSoFar& c : so_far.calls) out.calls.push_back({std::move(c.name), std::move(c.arguments), std::move(c.id)});
-  out.settled = so_far.settled;
-  out.resume = so_far.resume;
-  return out;
-}
-
 std::vector<ToolCallStream::Partial> ToolCallStream::partial_calls(size_t& base) {
   const std::string_view text = definite();
-  // A format without a reader here (pythonic) sends its calls whole when the choice ends (finish).
+  // A format without a reader here (pythonic) sends its calls whole when the choice ends (finish); the sections
+  // have their own (push).
   Read r = format_ == ToolFormat::hermes        ? hermes_calls(text, resume_)
            : format_ == ToolFormat::mistral     ? mistral_calls(text, resume_)
            : format_ == ToolFormat::llama3_json ? llama3_calls(text, resume_)
-           : names_call_outside_json(format_)   ? section_calls(text, resume_)
                                                 : Read{};
   base = settled_;
   settled_ += r.settled;
@@ -225,6 +216,19 @@ ToolStreamStep ToolCallStream::push(std::string_view text) {
       }
       if (marker == std::string_view::npos) return out;
     }
+  }
+  if (names_call_outside_json(format_)) {
+    for (SectionCallStream::Delta& d : sections_.feed(definite())) {
+      if (!parallel_ && d.index > 0) break;
+      if (d.first) {
+        sent_.push_back({d.id.empty() ? new_tool_call_id(format_) : d.id, d.arguments});
+        out.calls.push_back({d.index, true, sent_.back().id, std::move(d.name), std::move(d.arguments)});
+      } else {
+        sent_.at(d.index).arguments += d.arguments;
+        out.calls.push_back({d.index, false, "", "", std::move(d.arguments)});
+      }
+    }
+    return out;
   }
   size_t base = 0;
   const std::vector<Partial> calls = partial_calls(base);

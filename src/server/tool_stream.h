@@ -6,7 +6,7 @@
 // the whole answer reports for call i. Held back: a tail that may be the start of a marker (</tool_call>,
 // [TOOL_CALLS], the DeepSeek / Kimi section markers) and a string-valued "arguments" until it closes (its contents,
 // not its text, are the arguments). DeepSeek-V3 / V3.1 and Kimi-K2 name the function in a head before the
-// arguments object (tool_format_sections.h: section_calls_so_far); pythonic calls still go out whole in finish.
+// arguments object (tool_format_sections.h: SectionCallStream); pythonic calls still go out whole in finish.
 //
 // The content before the calls streams as it comes (ToolCallStream::push); the answer is read whole when the
 // choice ends (finish): whatever that reading has beyond what was sent goes out then (content after the calls,
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "server/tool_calls.h"
+#include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
 
@@ -62,7 +63,6 @@ class ToolCallStream {
   Read hermes_calls(std::string_view text, size_t from) const;
   Read llama3_calls(std::string_view text, size_t from) const;
   Read mistral_calls(std::string_view text, size_t from) const;
-  Read section_calls(std::string_view text, size_t from) const;  // DeepSeek-V3 / V3.1, Kimi-K2
   std::string_view definite() const;
   void send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out);
 
@@ -79,6 +79,7 @@ class ToolCallStream {
   std::vector<Sent> sent_;
   size_t settled_ = 0;  // calls no later text can change (all sent by the push that settled them)
   size_t resume_ = 0;   // where reading continues after them
+  SectionCallStream sections_;  // DeepSeek-V3 / V3.1, Kimi-K2: read once, as the answer grows
 };
 
 }  // namespace attnzoo::server
