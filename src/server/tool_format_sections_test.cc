@@ -299,9 +299,9 @@ Streamed stream(ToolFormat format, const std::vector<std::string>& pieces, ToolM
 TEST(ToolFormat, StreamedSectionsAndPythonic) {
   // Content streams until a possible start of the section's marker; a call goes out once its head is whole and its
   // arguments' '{' has come, then the arguments as they are written.
-  Streamed s = stream(ToolFormat::kimi_k2, {"Sure", ". <|tool_calls_sec", "tion_begin|><|tool_call_begin|>functions.f:0",
-                                            "<|tool_call_argument_begin|>{\"a\": ", "1, \"b\"", ": 2}<|tool_call_end|>",
-                                            ""});
+  Streamed s = stream(ToolFormat::kimi_k2,
+                      {"Sure", ". <|tool_calls_sec", "tion_begin|><|tool_call_begin|>functions.f:0",
+                       "<|tool_call_argument_begin|>{\"a\": ", "1, \"b\"", ": 2}<|tool_call_end|>", ""});
   EXPECT_EQ(s.contents, (std::vector<std::string>{"Sure", ". ", "", "", "", "", ""}));
   EXPECT_EQ(s.ids, (std::vector<std::string>{"functions.f:0"}));
   EXPECT_EQ(s.fragments, (std::vector<std::vector<std::string>>{
@@ -316,9 +316,11 @@ TEST(ToolFormat, StreamedSectionsAndPythonic) {
   EXPECT_EQ(s.fragments, (std::vector<std::vector<std::string>>{
                              {}, {}, {"{\"city\""}, {": \"Rome\"}"}, {}}));
   EXPECT_EQ(s.names, (std::vector<std::string>{"get_weather"}));
-  s = stream(ToolFormat::pythonic, {" [get_", "time(), f(a=", "1)]", ""});  // pythonic: whole at the end
-  EXPECT_EQ(s.contents, (std::vector<std::string>{"", "", "", ""}));
+  // Pythonic: a call once '(' follows its name, its arguments as JSON one keyword at a time (once its value ends).
+  s = stream(ToolFormat::pythonic, {" [get_", "time(), f(a=", "1", ", b='x')]", ""});
+  EXPECT_EQ(s.contents, (std::vector<std::string>{"", "", "", "", ""}));
   EXPECT_EQ(s.names, (std::vector<std::string>{"get_time", "f"}));
+  EXPECT_EQ(s.fragments, (std::vector<std::vector<std::string>>{{}, {"{}", "{"}, {}, {"\"a\":1,\"b\":\"x\"}"}, {}}));
   EXPECT_EQ(s.reason, "tool_calls");
   s = stream(ToolFormat::pythonic, {"Hi [f()]", " ok", ""});
   EXPECT_EQ(s.contents, (std::vector<std::string>{"Hi [f()]", " ok", ""}));

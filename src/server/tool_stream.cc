@@ -157,13 +157,22 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
   return out;
 }
 
+ToolCallStream::Read ToolCallStream::pythonic_calls(std::string_view text, size_t from) const {
+  PythonicSoFar p = pythonic_calls_so_far(text, from);
+  Read out;
+  for (auto& [name, arguments] : p.calls) out.calls.push_back({std::move(name), std::move(arguments), {}});
+  out.settled = p.settled;
+  out.resume = p.resume;
+  return out;
+}
+
 std::vector<ToolCallStream::Partial> ToolCallStream::partial_calls(size_t& base) {
   const std::string_view text = definite();
-  // A format without a reader here (pythonic) sends its calls whole when the choice ends (finish); the sections
-  // have their own (push).
+  // (The sections have their own reader: push.)
   Read r = format_ == ToolFormat::hermes        ? hermes_calls(text, resume_)
            : format_ == ToolFormat::mistral     ? mistral_calls(text, resume_)
            : format_ == ToolFormat::llama3_json ? llama3_calls(text, resume_)
+           : format_ == ToolFormat::pythonic    ? pythonic_calls(text, resume_)
                                                 : Read{};
   base = settled_;
   settled_ += r.settled;

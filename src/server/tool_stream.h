@@ -6,7 +6,8 @@
 // the whole answer reports for call i. Held back: a tail that may be the start of a marker (</tool_call>,
 // [TOOL_CALLS], the DeepSeek / Kimi section markers) and a string-valued "arguments" until it closes (its contents,
 // not its text, are the arguments). DeepSeek-V3 / V3.1 and Kimi-K2 name the function in a head before the
-// arguments object (tool_format_sections.h: SectionCallStream); pythonic calls still go out whole in finish.
+// arguments object (tool_format_sections.h: SectionCallStream); pythonic arguments go out one keyword at a time,
+// as JSON (tool_format_pythonic.h).
 //
 // The content before the calls streams as it comes (ToolCallStream::push); the answer is read whole when the
 // choice ends (finish): whatever that reading has beyond what was sent goes out then (content after the calls,
@@ -63,6 +64,7 @@ class ToolCallStream {
   Read hermes_calls(std::string_view text, size_t from) const;
   Read llama3_calls(std::string_view text, size_t from) const;
   Read mistral_calls(std::string_view text, size_t from) const;
+  Read pythonic_calls(std::string_view text, size_t from) const;
   std::string_view definite() const;
   void send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out);
 

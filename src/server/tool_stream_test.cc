@@ -1,5 +1,5 @@
 // Streamed tool calls (server/tool_stream.h) against the whole answer (read_answer): fixed answers of every format
-// that streams its calls (Hermes, Llama 3 JSON, Mistral, DeepSeek-V3 / V3.1, Kimi-K2) fed in every two-piece split,
+// (Hermes, Llama 3 JSON, Mistral, DeepSeek-V3 / V3.1, Kimi-K2, pythonic) fed in every two-piece split,
 // every three-piece split of the shorter ones and random chunkings; the content deltas concatenate to the whole
 // answer's content, each call is announced once, in order, with the whole answer's name (and Kimi's own id), and its
 // argument fragments concatenate to the whole answer's arguments byte for byte; fed a byte at a time, every
@@ -100,7 +100,8 @@ std::string kimi_call(const std::string& id, const std::string& json) { return k
 
 std::vector<Case> cases() {
   const ToolFormat H = ToolFormat::hermes, L = ToolFormat::llama3_json, M = ToolFormat::mistral,
-                   D3 = ToolFormat::deepseek_v3, D31 = ToolFormat::deepseek_v31, K = ToolFormat::kimi_k2;
+                   D3 = ToolFormat::deepseek_v3, D31 = ToolFormat::deepseek_v31, K = ToolFormat::kimi_k2,
+                   P = ToolFormat::pythonic;
   const ToolMode A = ToolMode::automatic, F = ToolMode::forced;
   return {
       {H, A,
@@ -152,6 +153,12 @@ std::vector<Case> cases() {
        2},
       {K, A, kKB + kKCB + "functions.f:0" + kKA + " {\"q\": \"na\xc3\xafve\"}", 1},
       {K, A, kKB + kimi_call("functions.f:x", "{}") + kimi_call("functions.g:1", "{\"a\": 1}") + kKE + "tail", 1},
+      // Pythonic: a call's name once '(' follows it, then its arguments as JSON one keyword at a time.
+      {P, A, " [get_weather(city='Paris, \"FR\"', days=3, hourly=True, tags=['a', {'b': None}]), get_time()]\n", 2},
+      {P, A, "[f(x=-1.5e3, s='''tri\\'ple'''), g(q=\"\\u00e9\\n\", n=12_000,)]", 2},
+      {P, A, "[f(a=1), g(b=2)]", 1, false},
+      {P, A, "[f(a=1)] and then text", 0, true, true},  // announced, then the text rules the list out
+      {P, A, "Hi [f()]", 0},
       {D3, F, "{\"city\": \"Rome\"}", 1, true, false, "get_weather"},
       {D31, F, "{\"city\": \"Rome\", \"days\": [1, 2]}", 1, true, false, "get_weather"},
       {K, F, "{\"city\": \"Rome\"}", 1, true, false, "get_weather"},
