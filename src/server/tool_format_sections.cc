@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "loader/json.h"
-#include "server/tool_call_scan.h"
 
 namespace attnzoo::server {
 namespace {
@@ -291,14 +290,10 @@ std::vector<SectionCallStream::Delta> SectionCallStream::feed(std::string_view t
     }
     if (head_ == HeadState::whole) arguments(text, block_end, out);
     if (limit == npos) return out;
-    // Closed: read as the whole answer reads it.
+    // Closed: read as the whole answer reads it. A call went out whole already (its head was read on this same
+    // block, its object's text is its arguments); one announced and then broken ends the streaming.
     ToolCall c;
-    if (!read_call(f_, block, c)) {
-      if (head_ == HeadState::whole) done_ = true;  // announced, then broken
-    } else if (head_ != HeadState::whole) {  // head and arguments came in one piece
-      out.push_back({calls_++, true, std::move(c.name), f_ == ToolFormat::kimi_k2 ? std::move(c.id) : "",
-                     std::move(c.arguments)});
-    }
+    if (head_ == HeadState::whole && !read_call(f_, block, c)) done_ = true;
     in_block_ = false;
     pos_ = text.substr(limit).starts_with(m.call_end) ? limit + m.call_end.size() : limit;
   }
