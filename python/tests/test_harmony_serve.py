@@ -8,11 +8,13 @@ harmony's special tokens (<|start|>, <|channel|>, <|message|>, <|end|>, <|return
 - Auto answers: logit_bias makes the markers likely at temperature 1, so over the seeds answers open, close, cut and
   address messages at random. The raw text of each answer (its logprobs' tokens, special tokens included) is read
   by `_read` below, an independent Python rewrite of the rules in docs/REASONING.md, and must equal the message's
-  reasoning_content / content / tool_calls, whole and streamed. openai-harmony's own parser checks that rewrite on
+  reasoning_content / content / tool_calls, whole and streamed (a streamed call's deltas joined by index; a call cut
+  by max_tokens stays announced in the stream, its body content as well). openai-harmony's own parser checks that rewrite on
   fixed answers where it is installed and can load its o200k vocabulary (it downloads it at first use: skipped
   offline).
 - Forced answers: a named tool_choice gives a call of that function whose arguments validate against its
-  parameters (test_json_schema's validator); response_format gives a final-channel JSON answer; "required" over two
+  parameters (test_json_schema's validator), streamed as an announcement and then argument deltas that join to the
+  whole answer's arguments byte for byte; response_format gives a final-channel JSON answer; "required" over two
   tools is a 400 naming tool_choice.
 - `attnzoo chat` on a model tweaked to open an analysis channel greedily prints the final answer, with
   --hide-thinking without the analysis."""
