@@ -8,11 +8,13 @@ harmony's special tokens (<|start|>, <|channel|>, <|message|>, <|end|>, <|return
 - Auto answers: logit_bias makes the markers likely at temperature 1, so over the seeds answers open, close, cut and
   address messages at random. The raw text of each answer (its logprobs' tokens, special tokens included) is read
   by `_read` below, an independent Python rewrite of the rules in docs/REASONING.md, and must equal the message's
-  reasoning_content / content / tool_calls, whole and streamed. openai-harmony's own parser checks that rewrite on
+  reasoning_content / content / tool_calls, whole and streamed (a streamed call's deltas joined by index; a call cut
+  by max_tokens stays announced in the stream, its body content as well). openai-harmony's own parser checks that rewrite on
   fixed answers where it is installed and can load its o200k vocabulary (it downloads it at first use: skipped
   offline).
 - Forced answers: a named tool_choice gives a call of that function whose arguments validate against its
-  parameters (test_json_schema's validator); response_format gives a final-channel JSON answer; "required" over two
+  parameters (test_json_schema's validator), streamed as an announcement and then argument deltas that join to the
+  whole answer's arguments byte for byte; response_format gives a final-channel JSON answer; "required" over two
   tools is a 400 naming tool_choice.
 - `attnzoo chat` on a model tweaked to open an analysis channel greedily prints the final answer, with
   --hide-thinking without the analysis."""
@@ -143,13 +145,7 @@ def _read(text, stopped, read_calls=True):
             if not whole:
                 content.append(body)
             else:
-                args = body
-                if not ctype or "json" in ctype:
-                    try:
-                        args = json.dumps(json.loads(body), separators=(",", ":"), ensure_ascii=False)
-                    except ValueError:
-                        pass
-                calls.append((name, args))
+                calls.append((name, body))  # as written, JSON or not (what the stream sends)
 
     def stray(s):
         if s.strip() and "<|" not in s:
@@ -241,13 +237,27 @@ def _raw(choice, stops):
     return "".join(tokens)
 
 
-def _streamed(client, **kw):
+def _join_calls(calls, deltas, fragments=None):
+    """Adds a chunk's tool_calls deltas to `calls` [(name, arguments)] as clients join them: the first delta of a
+    call (index, id, name) opens it, later ones add argument text; `fragments` counts each call's deltas."""
+    for d in deltas or []:
+        if d.id:
+            assert d.index == len(calls) and d.function.name, d
+            calls.append((d.function.name, d.function.arguments or ""))
+        else:
+            assert d.index < len(calls) and not d.function.name and d.function.arguments, d
+            calls[d.index] = (calls[d.index][0], calls[d.index][1] + d.function.arguments)
+        if fragments is not None:
+            fragments[d.index] = fragments.get(d.index, 0) + 1
+
+
+def _streamed(client, fragments=None, **kw):
     reasoning, content, calls, reason = "", "", [], None
     for chunk in client.chat.completions.create(stream=True, **kw):
         for ch in chunk.choices:
             reasoning += getattr(ch.delta, "reasoning_content", None) or ""
             content += ch.delta.content or ""
-            calls += [(c.function.name, c.function.arguments) for c in ch.delta.tool_calls or []]
+            _join_calls(calls, ch.delta.tool_calls, fragments)
             reason = ch.finish_reason or reason
     return reasoning, content, calls, reason
 
@@ -257,7 +267,7 @@ def test_reader_rules_on_fixed_texts():
     assert _read("<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|message|>4", True) == \
         ("hm", "4", [])
     assert _read("<|start|>assistant to=functions.f<|channel|>commentary json<|message|>{\"a\": 1}", True) == \
-        (None, "", [("f", '{"a":1}')])
+        (None, "", [("f", '{"a": 1}')])
     assert _read("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": ", False) == \
         (None, '{"a": ', [])
     assert _read("<|channel|>analysis<|message|>t<|end|>stray<|start|>assistant<|channel|>final<|message|>x", True) \
@@ -272,7 +282,7 @@ def _streamed_n(client, n, **kw):
             o = out[ch.index]
             o[0] += getattr(ch.delta, "reasoning_content", None) or ""
             o[1] += ch.delta.content or ""
-            o[2] += [(c.function.name, c.function.arguments) for c in ch.delta.tool_calls or []]
+            _join_calls(o[2], ch.delta.tool_calls)
             o[3] = ch.finish_reason or o[3]
     return [tuple(o) for o in out]
 
@@ -303,15 +313,14 @@ def test_rewrite_agrees_with_openai_harmony():
         for m in parser.messages:
             body = m.content[0].text if m.content else ""
             if m.recipient and m.recipient.startswith("functions."):
-                calls.append((m.recipient[len("functions."):], json.dumps(json.loads(body), separators=(",", ":"))))
+                calls.append((m.recipient[len("functions."):], body))
             elif m.channel == "analysis":
                 reasoning.append(body)
             elif m.channel in ("final", "commentary"):
                 content.append(body)
         if parser.current_content:  # the open last message (the stop token was not part of the text)
             if parser.current_recipient and parser.current_recipient.startswith("functions."):
-                calls.append((parser.current_recipient[len("functions."):],
-                              json.dumps(json.loads(parser.current_content), separators=(",", ":"))))
+                calls.append((parser.current_recipient[len("functions."):], parser.current_content))
             elif parser.current_channel == "analysis":
                 reasoning.append(parser.current_content)
             else:
@@ -348,7 +357,10 @@ def test_auto_answers_read_as_the_rules_say(checkpoint, server):
             assert got == calls, (seed, text)
             assert c.finish_reason == ("tool_calls" if calls and stopped else "stop" if stopped else "length"), seed
             seen.add((reasoning is not None, bool(content), bool(calls), stopped))
-            assert streamed[c.index] == (reasoning or "", content, calls, c.finish_reason), (seed, text)
+            # A call cut by max_tokens was announced as it began (as vLLM streams it): the stream keeps it, with the
+            # arguments written so far, and its body follows as content.
+            cut = _read(text, True)[2][len(calls):] if not stopped else []
+            assert streamed[c.index] == (reasoning or "", content, calls + cut, c.finish_reason), (seed, text)
     assert covered(), seen
 
 
@@ -398,7 +410,7 @@ def test_forced_calls_and_schema_answers(checkpoint, server):
     import openai
     client = server.client()
     named = {"type": "function", "function": {"name": "get_weather"}}
-    made = 0
+    made = fragmented = 0
     for seed in range(12):
         kw = dict(model="tiny", messages=QUESTION, tools=TOOLS, tool_choice=named, max_tokens=120, temperature=1.0,
                   seed=seed)
@@ -412,11 +424,13 @@ def test_forced_calls_and_schema_answers(checkpoint, server):
         args = json.loads(call.function.arguments)
         assert valid(args, WEATHER, WEATHER), args
         assert getattr(c.message, "reasoning_content", None) is None
-        _, content, calls, reason = _streamed(client, **kw)
-        assert (content, reason) == ("", "tool_calls") and [n for n, _ in calls] == ["get_weather"]
-        assert json.loads(calls[0][1]) == args
+        fragments = {}
+        _, content, calls, reason = _streamed(client, fragments, **kw)
+        assert (content, reason) == ("", "tool_calls") and calls == [("get_weather", call.function.arguments)]
+        fragmented += fragments[0] >= 3  # announced, then the arguments in two deltas or more
         made += 1
     assert made >= 6, made
+    assert fragmented >= made // 2, (fragmented, made)
     schema = {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}
     answered = 0
     for seed in range(4):

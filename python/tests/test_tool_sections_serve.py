@@ -3,7 +3,8 @@ that carry the published DeepSeek-V3, DeepSeek-V3.1 and Kimi-K2 chat templates a
 template (their markers special tokens, as in the real tokenizers), driven by the openai client.
 
 A named tool_choice at temperature 1.0 over many seeds gives one call of that function whose arguments json.loads
-and test_json_schema's independent validator passes against the function's parameters (streamed too); Kimi's id is
+and test_json_schema's independent validator passes against the function's parameters (streamed too: announced,
+then the arguments in several deltas that join to the whole answer's byte for byte); Kimi's id is
 "functions.NAME:0" as its template numbers calls. Forced choices the format cannot hold are a 400 naming the
 format. A named choice's prompt is transformers' rendering followed by the format's opening. The next turn, holding
 the server's call and a tool result, has transformers' apply_chat_template(messages, tools=tools) ids (/tokenize)
@@ -158,6 +159,54 @@ def test_forced_choices(served):
                                        max_tokens=200, temperature=1.0, seed=1)
     c = r.choices[0]
     assert c.finish_reason == "length" or _calls(c)[0].function.name == "get_time"
+
+
+def _stream_pieces(client, **kw):
+    """A streamed answer's content, its calls [(id, name, arguments)] joined as clients join the deltas (the first
+    names the call, later ones add argument text), each call's number of deltas, and the finish_reason."""
+    content, calls, deltas, reason = "", [], [], None
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        for ch in chunk.choices:
+            content += ch.delta.content or ""
+            for d in ch.delta.tool_calls or []:
+                if d.id:
+                    assert d.index == len(calls) and d.type == "function" and d.function.name, d
+                    calls.append((d.id, d.function.name, d.function.arguments or ""))
+                    deltas.append(1)
+                else:
+                    assert d.index < len(calls) and not d.function.name and d.function.arguments, d
+                    calls[d.index] = calls[d.index][:2] + (calls[d.index][2] + d.function.arguments,)
+                    deltas[d.index] += 1
+            reason = ch.finish_reason or reason
+    return content, calls, deltas, reason
+
+
+@needs_cli
+def test_named_calls_stream_their_arguments_as_written(served):
+    """As vLLM's deepseek_v3 / deepseek_v31 / kimi_k2 parsers stream: the call is announced, then its arguments go
+    out in pieces as the model writes them; joined, they are the whole answer's arguments byte for byte (same seed),
+    Kimi's id is the model's own."""
+    name, _, _, server = served
+    if name == "pythonic":
+        pytest.skip("pythonic calls go out whole at the end, and a forced pythonic choice is refused")
+    client = server.client()
+    compared = fragmented = 0
+    for seed in range(SEEDS):
+        c = _named_call(client, seed)
+        content, calls, deltas, reason = _stream_pieces(
+            client, model="tiny", messages=QUESTION, tools=TOOLS, tool_choice=NAMED, max_tokens=200, temperature=1.0,
+            seed=seed)
+        assert reason == c.finish_reason, seed
+        if c.finish_reason == "length":  # cut: announced, then the arguments come back as content too
+            assert content == c.message.content, seed
+            continue
+        (call,) = _calls(c)
+        assert content == "" and [(n, a) for _, n, a in calls] == [("get_weather", call.function.arguments)], seed
+        if name == "kimi_k2":
+            assert calls[0][0] == call.id == "functions.get_weather:0"
+        compared += 1
+        fragmented += deltas[0] >= 3  # the first delta, then at least two with argument text
+    assert compared >= SEEDS // 2 and fragmented >= compared // 2, (compared, fragmented)
 
 
 @needs_cli

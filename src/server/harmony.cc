@@ -6,8 +6,6 @@
 #include <span>
 
 #include "engine/stop.h"
-#include "loader/json.h"
-#include "loader/json_writer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
@@ -104,8 +102,12 @@ void HarmonyReader::open_message(std::string_view header_text, Piece& out) {
   if (kind_ == Kind::content && content_messages_++ > 0) out.content += '\n';
   if (kind_ == Kind::call) {
     call_name_ = h.recipient.substr(kFunctions.size());
-    call_type_ = h.content_type;
     call_body_.clear();
+    call_sent_ = parallel_ || announced_ == 0;
+    if (call_sent_) {
+      call_id_ = new_tool_call_id();
+      out.calls.push_back({announced_++, true, call_id_, call_name_, ""});
+    }
   }
 }
 
@@ -113,7 +115,14 @@ void HarmonyReader::body_text(std::string_view text, Piece& out) {
   switch (kind_) {
     case Kind::reasoning: out.reasoning += text; break;
     case Kind::content: out.content += text; break;
-    case Kind::call: call_body_ += text; break;
+    case Kind::call:
+      call_body_ += text;
+      if (call_sent_ && !text.empty()) {
+        if (out.calls.empty() || out.calls.back().index != announced_ - 1)
+          out.calls.push_back({announced_ - 1, false, "", "", ""});
+        out.calls.back().arguments += text;
+      }
+      break;
     case Kind::drop: break;
   }
 }
@@ -127,21 +136,11 @@ void HarmonyReader::close_message(bool whole, Piece& out) {
     out.content += call_body_;
     return;
   }
-  if (!parallel_ && !calls_.empty()) return;
+  if (!call_sent_) return;
   ToolCall call;
-  call.id = new_tool_call_id();
+  call.id = call_id_;
   call.name = call_name_;
   call.arguments = call_body_;
-  // vLLM re-writes JSON arguments compactly (json.dumps(json.loads(...))) and passes other content types as written.
-  if (call_type_.empty() || call_type_.find("json") != std::string::npos) {
-    try {
-      const json::Value v = json::parse(call_body_);
-      json::Writer w;
-      w.value(v);
-      call.arguments = w.take();
-    } catch (const std::exception&) {
-    }
-  }
   calls_.push_back(std::move(call));
 }
 

@@ -6,8 +6,9 @@
 // (the prompt ends with <|start|>assistant, so the first header has no role; `to=` may also come before
 // <|channel|>, as gpt-oss's chat template writes it). HarmonyReader reads such text, special tokens kept, into
 // OpenAI's fields with the semantics of vLLM's gpt-oss parsers (parse_chat_output, the `openai` tool parser):
-//   - a recipient functions.NAME makes the message a tool call (whatever its channel): its body is the arguments
-//     (JSON re-written compactly where the content type is json or absent and the body parses, else as written);
+//   - a recipient functions.NAME makes the message a tool call (whatever its channel): its body, as written, is the
+//     arguments (vLLM streams the body as written; its whole-answer json.dumps re-write is not copied, so that a
+//     call's streamed fragments join to the whole answer's arguments byte for byte, as in the other formats);
 //   - analysis messages are reasoning_content, final and commentary-without-recipient (preambles) are content,
 //     several messages of one field joined by "\n";
 //   - a message to another recipient (builtin tools such as browser.search or python, which this server does not
@@ -23,6 +24,7 @@
 
 #include "server/reasoning.h"
 #include "server/tool_calls.h"
+#include "server/tool_stream.h"
 
 namespace attnzoo::tok {
 class Tokenizer;
@@ -62,12 +64,15 @@ struct HarmonyAnswer {
 };
 
 // Fed the answer a piece at a time; each feed returns the reasoning / content that can be sent now, holding back
-// the header of a message until its <|message|> and the end of a body while it may begin a marker. finish() sends
-// the rest and returns the calls. The pieces add up to read_harmony's answer for the same text.
+// the header of a message until its <|message|> and the end of a body while it may begin a marker. A call goes out
+// as vLLM streams it: its first delta (index, id, name) when its header is whole, then its body as it comes;
+// calls() holds the whole ones. finish() sends the rest. The pieces add up to read_harmony's answer for the same
+// text, except a call cut by max_tokens: announced, it cannot be taken back, and its body follows as content.
 class HarmonyReader {
  public:
   struct Piece {
     std::string reasoning, content;
+    std::vector<ToolCallDelta> calls;
   };
   // `read_calls`: false (no tools, tool_choice "none") reads a call's body as content. `parallel`: false
   // (parallel_tool_calls) keeps the first call only, as the other formats' readers do.
@@ -92,7 +97,9 @@ class HarmonyReader {
   Kind kind_ = Kind::content;
   std::string held_;       // header text, or the end of a body that may begin a marker
   std::string call_body_;  // a call's arguments, read whole
-  std::string call_name_, call_type_;
+  std::string call_name_, call_id_;
+  bool call_sent_ = false;  // the open call was announced (parallel_ false: the first call only)
+  size_t announced_ = 0;
   int reasoning_messages_ = 0, content_messages_ = 0;
   std::vector<ToolCall> calls_;
 };

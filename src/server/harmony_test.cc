@@ -1,6 +1,7 @@
 // gpt-oss's harmony answers read into reasoning_content / content / tool_calls (server/harmony.h) on fixed texts:
 // analysis + final, calls with and without <|constrain|>, `to=` before the channel, several calls, preambles, cut
-// messages, stray words, other recipients; every text streamed cut at every pair of offsets adds up to the whole;
+// messages, stray words, other recipients; every text streamed cut at every pair of offsets adds up to the whole
+// (a call's deltas: announced at its header, its arguments as written, joining to the whole answer's);
 // the request side (template detection, flags, the forced call's header and schema, the conversation's thinking)
 // and the response objects, whole and streamed.
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include "server/harmony.h"
 #include "server/responses.h"
 #include "server/tool_request.h"
+#include "testing/stream_split_testing.h"
 #include "testing/tool_request_testing.h"
 
 namespace attnzoo::server {
@@ -41,7 +43,7 @@ TEST(Harmony, CallWithConstrain) {
   EXPECT_EQ(a.content, "");
   ASSERT_EQ(a.calls.size(), 1u);
   EXPECT_EQ(a.calls[0].name, "get_weather");
-  EXPECT_EQ(a.calls[0].arguments, R"({"city":"Paris","days":2})");  // re-written compactly, as vLLM does
+  EXPECT_EQ(a.calls[0].arguments, "{\"city\": \"Paris\",\n \"days\": 2}");  // as written, as vLLM streams it
   EXPECT_TRUE(a.calls[0].id.starts_with("call_"));
 }
 
@@ -56,7 +58,7 @@ TEST(Harmony, CallWithoutConstrainAndRecipientBeforeChannel) {
     const HarmonyAnswer a = read_harmony(text, true);
     ASSERT_EQ(a.calls.size(), 1u);
     EXPECT_EQ(a.calls[0].name, "f");
-    EXPECT_EQ(a.calls[0].arguments, R"({"a":1})");
+    EXPECT_EQ(a.calls[0].arguments, R"({"a": 1})");
     EXPECT_EQ(a.content, "");
     EXPECT_FALSE(a.has_reasoning);
   }
@@ -137,10 +139,10 @@ TEST(Harmony, StrayWordsAreContentOtherRecipientsDropped) {
 TEST(Harmony, ArgumentsThatAreNotJsonAndCallsNotRead) {
   HarmonyAnswer a = read_harmony("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{bad", true);
   ASSERT_EQ(a.calls.size(), 1u);
-  EXPECT_EQ(a.calls[0].arguments, "{bad");  // as vLLM: passed on as written
+  EXPECT_EQ(a.calls[0].arguments, "{bad");  // passed on as written, JSON or not
   a = read_harmony("<|channel|>commentary to=functions.run code<|message|>{ \"x\" : 1 }", true);
   ASSERT_EQ(a.calls.size(), 1u);
-  EXPECT_EQ(a.calls[0].arguments, "{ \"x\" : 1 }");  // another content type: not re-written
+  EXPECT_EQ(a.calls[0].arguments, "{ \"x\" : 1 }");  // another content type, the same
   // No tools (or tool_choice "none"): a call's body is content.
   a = read_harmony("<|channel|>commentary to=functions.f json<|message|>{\"a\": 1}", true, /*read_calls=*/false);
   EXPECT_TRUE(a.calls.empty());
@@ -169,26 +171,41 @@ TEST(Harmony, StreamedCutAtEveryPairOfOffsetsEqualsWhole) {
   for (const std::string& text : kTexts)
     for (bool stopped : {true, false}) {
       const HarmonyAnswer want = read_harmony(text, stopped);
-      for (size_t a = 0; a <= text.size(); ++a)
-        for (size_t b = a; b <= text.size(); ++b) {
-          HarmonyReader r;
-          std::string reasoning, content;
-          for (const std::string_view piece :
-               {std::string_view(text).substr(0, a), std::string_view(text).substr(a, b - a),
-                std::string_view(text).substr(b)}) {
-            const HarmonyReader::Piece p = r.feed(piece);
-            reasoning += p.reasoning;
-            content += p.content;
+      // Cut inside a call: announced, the call stays (its body then comes back as content too).
+      const bool cut_call = !stopped && read_harmony(text, true).calls.size() > want.calls.size();
+      testing::for_each_split(text, size_t(-1), [&](const std::vector<std::string>& pieces, const std::string& where) {
+        SCOPED_TRACE(text + " " + where);
+        HarmonyReader r;
+        std::string reasoning, content;
+        std::vector<ToolCall> calls;  // as a client joins the deltas
+        const auto take = [&](const HarmonyReader::Piece& p) {
+          reasoning += p.reasoning;
+          content += p.content;
+          for (const ToolCallDelta& d : p.calls) {
+            if (d.first) {
+              ASSERT_EQ(d.index, calls.size());
+              calls.push_back({d.id, d.name, d.arguments});
+            } else {
+              ASSERT_LT(d.index, calls.size());
+              ASSERT_FALSE(d.arguments.empty());
+              calls[d.index].arguments += d.arguments;
+            }
           }
-          const HarmonyReader::Piece p = r.finish(stopped);
-          ASSERT_EQ(reasoning + p.reasoning, want.reasoning) << text << " @" << a << "," << b;
-          ASSERT_EQ(content + p.content, want.content) << text << " @" << a << "," << b;
-          ASSERT_EQ(r.calls().size(), want.calls.size());
-          for (size_t i = 0; i < want.calls.size(); ++i) {
-            ASSERT_EQ(r.calls()[i].name, want.calls[i].name);
-            ASSERT_EQ(r.calls()[i].arguments, want.calls[i].arguments);
-          }
+        };
+        for (const std::string& piece : pieces) take(r.feed(piece));
+        take(r.finish(stopped));
+        ASSERT_EQ(reasoning, want.reasoning);
+        ASSERT_EQ(content, want.content);
+        ASSERT_EQ(calls.size(), want.calls.size() + (cut_call ? 1 : 0));
+        ASSERT_EQ(r.calls().size(), want.calls.size());
+        for (size_t i = 0; i < want.calls.size(); ++i) {
+          ASSERT_EQ(calls[i].name, want.calls[i].name);
+          ASSERT_EQ(calls[i].arguments, want.calls[i].arguments);
+          ASSERT_EQ(calls[i].id, r.calls()[i].id);
+          ASSERT_EQ(r.calls()[i].arguments, want.calls[i].arguments);
         }
+        if (cut_call) ASSERT_EQ(calls.back().arguments, read_harmony(text, true).calls.back().arguments);
+      });
     }
 }
 
@@ -201,6 +218,45 @@ TEST(Harmony, StreamSendsBodiesAsTheyComeAndHoldsOnlyPossibleMarkers) {
   HarmonyReader::Piece p = r.feed("<|end|><|start|>assistant<|channel|>final<|message|>Hi");
   EXPECT_EQ(p.reasoning, "");
   EXPECT_EQ(p.content, "Hi");
+}
+
+// A call streams as vLLM streams harmony calls: announced (index, id, name) once its header is whole, then its body
+// as it comes, a possible marker held back; reasoning before it streams as before; parallel calls take 0, 1.
+TEST(Harmony, CallsStreamAsTheyAreWritten) {
+  HarmonyReader r;
+  HarmonyReader::Piece p =
+      r.feed("<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>commentary to=functions.f json");
+  EXPECT_EQ(p.reasoning, "hm");
+  EXPECT_TRUE(p.calls.empty());  // the header is not whole yet
+  p = r.feed("<|message|>{\"a\"");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_TRUE(p.calls[0].first);
+  EXPECT_EQ(p.calls[0].index, 0u);
+  EXPECT_EQ(p.calls[0].name, "f");
+  EXPECT_EQ(p.calls[0].arguments, "{\"a\"");
+  const std::string id = p.calls[0].id;
+  p = r.feed(": 1}<|ca");  // "<|ca" may begin <|call|>
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_FALSE(p.calls[0].first);
+  EXPECT_EQ(p.calls[0].arguments, ": 1}");
+  p = r.feed("ll|><|start|>assistant to=functions.g<|channel|>commentary json<|message|>{}");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_TRUE(p.calls[0].first);
+  EXPECT_EQ(p.calls[0].index, 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{}");
+  p = r.finish(true);
+  EXPECT_TRUE(p.calls.empty());
+  ASSERT_EQ(r.calls().size(), 2u);
+  EXPECT_EQ(r.calls()[0].id, id);
+  EXPECT_EQ(r.calls()[0].arguments, "{\"a\": 1}");
+  EXPECT_EQ(r.calls()[1].name, "g");
+  // parallel_tool_calls false: the second call message is neither announced nor a call.
+  HarmonyReader one(true, false);
+  p = one.feed("<|channel|>commentary to=functions.f<|message|>{}<|call|><|start|>assistant<|channel|>commentary "
+               "to=functions.g<|message|>{\"b\": 2}<|call|>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].name, "f");
+  EXPECT_EQ(one.calls().size(), 1u);
 }
 
 // The repository's copy of the published template, from the repository root or the build folder (ctest).
@@ -314,6 +370,7 @@ TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
     StreamWriter w(ctx, 1, false, false);
     std::string reasoning, content;
     size_t calls = 0;
+    std::vector<std::string> arguments;
     std::string reason;
     const std::vector<std::string> pieces = {text.substr(0, a), text.substr(a)};
     for (size_t i = 0; i < pieces.size(); ++i) {
@@ -326,7 +383,16 @@ TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
       const json::Value& delta = *ch.find("delta");
       if (const json::Value* r = delta.find("reasoning_content")) reasoning += r->as_string();
       if (const json::Value* c = delta.find("content")) content += c->as_string();
-      if (const json::Value* t = delta.find("tool_calls")) calls += t->as_array().size();
+      if (const json::Value* t = delta.find("tool_calls"))
+        for (const json::Value& call : t->as_array()) {
+          const size_t index = size_t(call.find("index")->as_int());
+          if (call.find("id")) {  // the first delta names the call
+            ASSERT_EQ(index, calls++);
+            arguments.emplace_back();
+          }
+          ASSERT_LT(index, arguments.size());
+          arguments[index] += call.find("function")->find("arguments")->as_string();
+        }
       if (!ch.find("finish_reason")->is_null()) reason = ch.find("finish_reason")->as_string();
     }
     const json::Value m = *whole(ctx, text).find("message");
@@ -334,8 +400,37 @@ TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
     EXPECT_EQ(reasoning, "");
     EXPECT_EQ(calls, m.find("tool_calls")->as_array().size());
     EXPECT_EQ(calls, 2u);
+    for (size_t c = 0; c < calls; ++c)
+      EXPECT_EQ(arguments[c], m.find("tool_calls")->as_array()[c].find("function")->find("arguments")->as_string());
     EXPECT_EQ(reason, "tool_calls");
   }
+}
+
+// A forced call: its header is the prompt's end, so the first chunk announces it, with the arguments it brings.
+TEST(HarmonyResponses, ForcedCallStreamsFromTheFirstChunk) {
+  const ResponseContext ctx = harmony_context(ToolMode::forced, true, harmony_call_header("get_weather"));
+  StreamWriter w(ctx, 1, false, false);
+  const std::vector<std::string> pieces = {"{\"city\": ", "\"Rome\"}"};
+  std::vector<std::vector<std::string>> fragments;
+  std::string reason;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    SampleDelta d;
+    d.text = pieces[i];
+    if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
+    const std::string e = w.chunk(d);
+    const json::Value v = json::parse(e.substr(6));
+    const json::Value& ch = v.find("choices")->as_array()[0];
+    fragments.emplace_back();
+    for (const json::Value& call : ch.find("delta")->find("tool_calls")->as_array()) {
+      EXPECT_EQ(call.find("index")->as_int(), 0);
+      EXPECT_EQ(call.find("id") != nullptr, i == 0);
+      if (i == 0) EXPECT_EQ(call.find("function")->find("name")->as_string(), "get_weather");
+      fragments.back().push_back(call.find("function")->find("arguments")->as_string());
+    }
+    if (!ch.find("finish_reason")->is_null()) reason = ch.find("finish_reason")->as_string();
+  }
+  EXPECT_EQ(fragments, (std::vector<std::vector<std::string>>{{"{\"city\": "}, {"\"Rome\"}"}}));
+  EXPECT_EQ(reason, "tool_calls");
 }
 
 TEST(HarmonyResponses, ParallelToolCallsFalseSendsTheFirstCallOnly) {

@@ -199,8 +199,9 @@ StreamWriter::StreamWriter(const ResponseContext& ctx, int64_t n, bool logprobs,
       reasoning_(size_t(n), ReasoningStream(ctx.reasoning)) {
   if (ctx.harmony) {
     harmony_.assign(size_t(n), HarmonyReader(ctx.tool_mode != ToolMode::text, ctx.parallel_tool_calls));
-    // The prefix is a header only (it ends with <|message|>): it sends nothing.
-    for (HarmonyReader& h : harmony_) h.feed(ctx.harmony_prefix);
+    // The prefix is a header only (it ends with <|message|>): a forced call's announces the call, which goes out
+    // with each choice's first chunk.
+    for (HarmonyReader& h : harmony_) harmony_opened_.push_back(h.feed(ctx.harmony_prefix).calls);
   } else if (ctx.tool_mode != ToolMode::text) {
     tools_.assign(size_t(n),
                   ToolCallStream(ctx.tool_format, ctx.tool_mode, ctx.parallel_tool_calls, ctx.tool_forced_name));
@@ -220,17 +221,29 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
     else w.null();
   } else {
     ReasoningStream::Piece piece{"", d.text};
-    std::vector<ToolCall> harmony_calls;
+    std::vector<ToolCallDelta> harmony_calls;
     if (ctx_.harmony) {
       HarmonyReader& h = harmony_.at(i);
       HarmonyReader::Piece p = h.feed(d.text);
+      if (!harmony_opened_.at(i).empty()) {
+        // The forced call's announcement first; it takes the arguments this chunk brought for it.
+        std::vector<ToolCallDelta> calls = std::move(harmony_opened_[i]);
+        harmony_opened_[i].clear();
+        for (ToolCallDelta& c : p.calls)
+          if (!c.first && c.index == calls.back().index) calls.back().arguments += c.arguments;
+          else calls.push_back(std::move(c));
+        p.calls = std::move(calls);
+      }
       if (d.finish_reason) {
         HarmonyReader::Piece rest = h.finish(*d.finish_reason == FinishReason::stop);
         p.reasoning += rest.reasoning;
         p.content += rest.content;
-        harmony_calls = h.calls();
+        for (ToolCallDelta& c : rest.calls)  // (the rest of a call's body joins its last delta of this chunk)
+          if (!c.first && !p.calls.empty() && p.calls.back().index == c.index) p.calls.back().arguments += c.arguments;
+          else p.calls.push_back(std::move(c));
       }
       piece = {std::move(p.reasoning), std::move(p.content)};
+      harmony_calls = std::move(p.calls);
     } else if (ctx_.reasoning != ReasoningParser::none) {
       piece = reasoning_.at(i).feed(d.text);
       if (d.finish_reason) {
@@ -248,8 +261,7 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
         step.calls.insert(step.calls.end(), rest.calls.begin(), rest.calls.end());
       }
     }
-    for (size_t c = 0; c < harmony_calls.size(); ++c)  // harmony's calls go out whole in the finishing chunk
-      step.calls.push_back({c, true, harmony_calls[c].id, harmony_calls[c].name, harmony_calls[c].arguments});
+    step.calls.insert(step.calls.end(), harmony_calls.begin(), harmony_calls.end());
     const std::string& text = step.content;
     w.key("delta").begin_object();
     if (!started_.at(i)) w.member("role", "assistant");

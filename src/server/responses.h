@@ -74,6 +74,8 @@ class StreamWriter {
   std::vector<ToolCallStream> tools_;  // per choice, with tools: its content and calls as they come (tool_stream.h)
   std::vector<ReasoningStream> reasoning_;  // per choice: splits reasoning from content as the text comes
   std::vector<HarmonyReader> harmony_;      // per choice (gpt-oss): channels and calls as the text comes
+  // Per choice, a forced call's first delta (its header is the prompt's end), sent with the choice's first chunk.
+  std::vector<std::vector<ToolCallDelta>> harmony_opened_;
 };
 
 }  // namespace attnzoo::server

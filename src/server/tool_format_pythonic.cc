@@ -18,6 +18,27 @@ class PythonicReader {
  public:
   explicit PythonicReader(std::string_view s) : s_(s) {}
 
+  // A streamed answer's calls as far as they are written: from the list's first call (`from` 0) or from `from`,
+  // just past a settled call's ','.
+  PythonicSoFar calls_so_far(size_t from) {
+    PythonicSoFar out;
+    space();
+    if (from == 0 && !eat('[')) return out;
+    if (from > 0) i_ = from;
+    for (;;) {
+      space();
+      std::string name, arguments;
+      bool closed = false;
+      if (!call_so_far(name, arguments, closed)) return out;
+      out.calls.push_back({std::move(name), std::move(arguments)});
+      if (!closed) return out;
+      space();
+      if (!eat(',')) return out;
+      out.settled = out.calls.size();
+      out.resume = i_;
+    }
+  }
+
   // The whole text as a list of calls; false on anything else.
   bool calls(std::vector<ToolCall>& out) {
     space();
@@ -83,6 +104,35 @@ class PythonicReader {
     c.name = std::string(name);
     c.arguments = w.take();
     c.id = new_tool_call_id(ToolFormat::pythonic);
+    return true;
+  }
+
+  // The call at i_ as far as it is written: false until its name is followed by '('; then the arguments' JSON
+  // text for the keywords whose values are followed by ',' or ')' (what call() writes for them: a prefix of its
+  // text), and its '}' once the ')' came (`closed`).
+  bool call_so_far(std::string& name, std::string& arguments, bool& closed) {
+    name = std::string(identifier());
+    space();
+    if (name.empty() || !eat('(')) return false;
+    arguments = "{";
+    std::set<std::string_view> seen;
+    for (space(); !eat(')'); space()) {
+      const std::string_view key = identifier();
+      space();
+      if (key.empty() || !eat('=') || !seen.insert(key).second) return true;
+      space();
+      json::Writer w;  // one pair at a time: its text joins the ones before
+      w.begin_object().key(key);
+      if (!value(w)) return true;
+      space();
+      if (peek() != ',' && peek() != ')') return true;  // (a number may go on; the end may be cut)
+      eat(',');
+      const std::string pair = w.end_object().take();
+      if (arguments.size() > 1) arguments += ',';
+      arguments += std::string_view(pair).substr(1, pair.size() - 2);
+    }
+    arguments += '}';
+    closed = true;
     return true;
   }
 
@@ -244,6 +294,10 @@ ParsedAnswer parse_pythonic_tool_calls(std::string_view text) {
   if (PythonicReader(text).calls(calls)) out.calls = std::move(calls);
   else out.content = std::string(text);
   return out;
+}
+
+PythonicSoFar pythonic_calls_so_far(std::string_view text, size_t from) {
+  return PythonicReader(text).calls_so_far(from);
 }
 
 bool may_be_pythonic_calls(std::string_view answer) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include "loader/json.h"
@@ -103,67 +104,200 @@ ParsedAnswer parse_section(std::string_view text, const Markers& m, const BodyRe
 constexpr Markers kDeepSeek{kDeepSeekCallsBegin, kDeepSeekCallsEnd, kDeepSeekCallBegin, kDeepSeekCallEnd};
 constexpr Markers kKimi{kKimiSectionBegin, kKimiSectionEnd, kKimiCallBegin, kKimiCallEnd};
 
+// A call block's head, the text before its arguments: whole (the name, Kimi's id, and where the arguments' '{'
+// is), not yet whole (the text so far may still become one), or broken.
+enum class Head { more, whole, broken };
+struct CallHead {
+  std::string name, id;
+  size_t args = 0;
+};
+
+// The '{' at the first non-space at or after `i`.
+Head object_start(std::string_view body, size_t i, CallHead& head) {
+  i = body.find_first_not_of(" \t\r\n", i);
+  if (i == npos) return Head::more;
+  if (body[i] != '{') return Head::broken;
+  head.args = i;
+  return Head::whole;
+}
+
+Head read_head(ToolFormat f, std::string_view body, CallHead& head) {
+  if (f == ToolFormat::kimi_k2) {
+    // functions.NAME:IDX<|tool_call_argument_begin|>: the id is kept, the name is between the last '.' and ':' of
+    // its first part (vLLM reads "NAME:IDX" too).
+    const size_t arg = body.find(kKimiArgumentBegin);
+    if (arg == npos) return Head::more;
+    const std::string_view id = trim(body.substr(0, arg));
+    const size_t colon = id.rfind(':');
+    if (colon == npos || colon + 1 == id.size() || !plain_name(id)) return Head::broken;
+    for (char c : id.substr(colon + 1))
+      if (c < '0' || c > '9') return Head::broken;
+    std::string_view name = id.substr(0, id.find(':'));
+    if (const size_t dot = name.rfind('.'); dot != npos) name = name.substr(dot + 1);
+    if (name.empty()) return Head::broken;
+    head.name = std::string(name);
+    head.id = std::string(id);
+    return object_start(body, arg + kKimiArgumentBegin.size(), head);
+  }
+  const size_t sep = body.find(kDeepSeekSep);
+  if (sep == npos) return Head::more;
+  const size_t after = sep + kDeepSeekSep.size();
+  if (f == ToolFormat::deepseek_v31) {  // NAME<｜tool▁sep｜>{...}
+    const std::string_view name = trim(body.substr(0, sep));
+    if (!plain_name(name)) return Head::broken;
+    head.name = std::string(name);
+    return object_start(body, after, head);
+  }
+  // TYPE<｜tool▁sep｜>NAME\n```json\n{...}\n```
+  if (!plain_name(trim(body.substr(0, sep)))) return Head::broken;
+  const size_t line = body.find('\n', after);
+  if (line == npos) return Head::more;
+  const std::string_view name = trim(body.substr(after, line - after));
+  if (!plain_name(name)) return Head::broken;
+  const size_t fence = body.find_first_not_of(" \t\r\n", line + 1);
+  if (fence == npos) return Head::more;
+  const std::string_view rest = body.substr(fence);
+  if (!rest.starts_with("```")) return std::string_view("```").starts_with(rest) ? Head::more : Head::broken;
+  const size_t fence_line = rest.find('\n');
+  if (fence_line == npos) return Head::more;
+  const std::string_view lang = trim(rest.substr(3, fence_line - 3));
+  if (!lang.empty() && lang != "json") return Head::broken;
+  head.name = std::string(name);
+  return object_start(body, fence + fence_line + 1, head);
+}
+
+// A whole call block: its head and then one JSON object (DeepSeek-V3's closing fence, which may be missing where the
+// answer was cut after the object, left out).
+bool read_call(ToolFormat f, std::string_view body, ToolCall& call) {
+  CallHead head;
+  if (read_head(f, body, head) != Head::whole) return false;
+  std::string_view rest = body.substr(head.args);
+  if (f == ToolFormat::deepseek_v3)
+    if (const size_t fence = rest.rfind("```"); fence != npos && all_space(rest.substr(fence + 3)))
+      rest = rest.substr(0, fence);
+  if (!arguments_object(trim(rest), call.arguments)) return false;
+  call.name = std::move(head.name);
+  call.id = f == ToolFormat::kimi_k2 ? std::move(head.id) : new_tool_call_id(f);
+  return true;
+}
+
 }  // namespace
 
 ParsedAnswer parse_deepseek_v3_tool_calls(std::string_view text) {
-  return parse_section(text, kDeepSeek, [](std::string_view body, ToolCall& call) {
-    // TYPE<｜tool▁sep｜>NAME\n```json\n{...}\n```
-    const size_t sep = body.find(kDeepSeekSep);
-    if (sep == npos || !plain_name(trim(body.substr(0, sep)))) return false;
-    std::string_view rest = body.substr(sep + kDeepSeekSep.size());
-    const size_t line = rest.find('\n');
-    if (line == npos) return false;
-    const std::string_view name = trim(rest.substr(0, line));
-    rest = trim(rest.substr(line + 1));
-    if (!plain_name(name) || !rest.starts_with("```")) return false;
-    const size_t fence_line = rest.find('\n');
-    if (fence_line == npos) return false;
-    const std::string_view lang = trim(rest.substr(3, fence_line - 3));
-    if (!lang.empty() && lang != "json") return false;
-    rest = rest.substr(fence_line + 1);
-    // The closing fence may be missing where the answer was cut after the object.
-    if (const size_t fence = rest.rfind("```"); fence != npos && all_space(rest.substr(fence + 3)))
-      rest = rest.substr(0, fence);
-    if (!arguments_object(trim(rest), call.arguments)) return false;
-    call.name = std::string(name);
-    call.id = new_tool_call_id(ToolFormat::deepseek_v3);
-    return true;
+  return parse_section(text, kDeepSeek, [](std::string_view body, ToolCall& c) {
+    return read_call(ToolFormat::deepseek_v3, body, c);
   });
 }
 
 ParsedAnswer parse_deepseek_v31_tool_calls(std::string_view text) {
-  return parse_section(text, kDeepSeek, [](std::string_view body, ToolCall& call) {
-    // NAME<｜tool▁sep｜>{...}
-    const size_t sep = body.find(kDeepSeekSep);
-    if (sep == npos) return false;
-    const std::string_view name = trim(body.substr(0, sep));
-    if (!plain_name(name) || !arguments_object(trim(body.substr(sep + kDeepSeekSep.size())), call.arguments))
-      return false;
-    call.name = std::string(name);
-    call.id = new_tool_call_id(ToolFormat::deepseek_v31);
-    return true;
+  return parse_section(text, kDeepSeek, [](std::string_view body, ToolCall& c) {
+    return read_call(ToolFormat::deepseek_v31, body, c);
   });
 }
 
 ParsedAnswer parse_kimi_k2_tool_calls(std::string_view text) {
-  return parse_section(text, kKimi, [](std::string_view body, ToolCall& call) {
-    // functions.NAME:IDX<|tool_call_argument_begin|>{...}; the id is kept, the name is between the last '.' and ':'
-    // of its first part (vLLM reads "NAME:IDX" too).
-    const size_t arg = body.find(kKimiArgumentBegin);
-    if (arg == npos) return false;
-    const std::string_view id = trim(body.substr(0, arg));
-    const size_t colon = id.rfind(':');
-    if (colon == npos || colon + 1 == id.size() || !plain_name(id)) return false;
-    for (char c : id.substr(colon + 1))
-      if (c < '0' || c > '9') return false;
-    std::string_view name = id.substr(0, id.find(':'));
-    if (const size_t dot = name.rfind('.'); dot != npos) name = name.substr(dot + 1);
-    if (name.empty() || !arguments_object(trim(body.substr(arg + kKimiArgumentBegin.size())), call.arguments))
-      return false;
-    call.name = std::string(name);
-    call.id = std::string(id);
-    return true;
+  return parse_section(text, kKimi, [](std::string_view body, ToolCall& c) {
+    return read_call(ToolFormat::kimi_k2, body, c);
   });
+}
+
+namespace {
+
+// The earliest of `markers` at or after `from` (npos when none).
+size_t earliest(std::string_view text, std::initializer_list<std::string_view> markers, size_t from) {
+  size_t best = npos;
+  for (std::string_view m : markers) best = std::min(best, text.find(m, from));
+  return best;
+}
+
+// Where a search that found none of `markers` in `text` may resume: a marker cut by the text's end would begin in the
+// last (longest - 1) bytes.
+size_t resume_after(std::string_view text, std::initializer_list<std::string_view> markers, size_t from) {
+  size_t longest = 0;
+  for (std::string_view m : markers) longest = std::max(longest, m.size());
+  return std::max(from, text.size() >= longest ? text.size() - longest + 1 : 0);
+}
+
+}  // namespace
+
+void SectionCallStream::arguments(std::string_view text, size_t block_end, std::vector<Delta>& out) {
+  for (; !object_closed_ && scan_ < block_end; ++scan_) {
+    const char c = text[scan_];
+    if (in_string_) {
+      if (escape_) escape_ = false;
+      else if (c == '\\') escape_ = true;
+      else if (c == '"') in_string_ = false;
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if ((c == '}' || c == ']') && --depth_ == 0) {
+      object_closed_ = true;
+      object_end_ = scan_ + 1;
+    }
+  }
+  const size_t end = object_closed_ ? object_end_ : block_end;
+  if (end <= sent_) return;
+  if (out.empty() || out.back().index != calls_ - 1) out.push_back({calls_ - 1, false, "", "", ""});
+  out.back().arguments += text.substr(sent_, end - sent_);
+  sent_ = end;
+}
+
+std::vector<SectionCallStream::Delta> SectionCallStream::feed(std::string_view text) {
+  const Markers& m = f_ == ToolFormat::kimi_k2 ? kKimi : kDeepSeek;
+  std::vector<Delta> out;
+  while (!done_) {
+    if (!in_section_) {
+      const size_t at = text.find(m.section_begin, pos_);
+      if (at == npos) {
+        pos_ = resume_after(text, {m.section_begin}, pos_);
+        return out;
+      }
+      in_section_ = true;
+      pos_ = at + m.section_begin.size();
+    }
+    if (!in_block_) {
+      const size_t call = text.find(m.call_begin, pos_), section_end = text.find(m.section_end, pos_);
+      if (section_end < call) {  // the section's end: what follows is content (the whole answer's reading)
+        done_ = true;
+        return out;
+      }
+      if (call == npos) {
+        pos_ = resume_after(text, {m.call_begin, m.section_end}, pos_);
+        return out;
+      }
+      in_block_ = true;
+      body_ = searched_ = call + m.call_begin.size();
+      head_ = HeadState::more;
+      depth_ = 0;
+      in_string_ = escape_ = object_closed_ = false;
+    }
+    // A block ends at its end marker, or where the next block or the section's end begins.
+    const size_t limit = earliest(text, {m.call_end, m.call_begin, m.section_end}, searched_);
+    const size_t block_end = limit == npos ? text.size() : limit;
+    searched_ = limit == npos ? resume_after(text, {m.call_end, m.call_begin, m.section_end}, searched_) : limit;
+    const std::string_view block = text.substr(body_, block_end - body_);
+    if (head_ == HeadState::more) {
+      CallHead h;
+      const Head r = read_head(f_, block, h);
+      if (r == Head::whole) {
+        head_ = HeadState::whole;
+        scan_ = sent_ = body_ + h.args;
+        out.push_back({calls_++, true, std::move(h.name), f_ == ToolFormat::kimi_k2 ? std::move(h.id) : "", ""});
+      } else if (r == Head::broken) {
+        head_ = HeadState::broken;
+      }
+    }
+    if (head_ == HeadState::whole) arguments(text, block_end, out);
+    if (limit == npos) return out;
+    // Closed: read as the whole answer reads it. A call went out whole already (its head was read on this same
+    // block, its object's text is its arguments); one announced and then broken ends the streaming.
+    ToolCall c;
+    if (head_ == HeadState::whole && !read_call(f_, block, c)) done_ = true;
+    in_block_ = false;
+    pos_ = text.substr(limit).starts_with(m.call_end) ? limit + m.call_end.size() : limit;
+  }
+  return out;
 }
 
 bool names_call_outside_json(ToolFormat f) {

@@ -12,6 +12,7 @@
 // the whole answer is content.
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/tool_calls.h"
 
@@ -31,6 +32,40 @@ inline constexpr std::string_view kKimiCallEnd = "<|tool_call_end|>";
 ParsedAnswer parse_deepseek_v3_tool_calls(std::string_view text);
 ParsedAnswer parse_deepseek_v31_tool_calls(std::string_view text);
 ParsedAnswer parse_kimi_k2_tool_calls(std::string_view text);
+
+// A section's calls streamed (ToolCallStream), as vLLM's parsers stream them, in the blocks parse_section cuts: a
+// call is announced (index, name, Kimi's own id) once its head is whole and its arguments' '{' has come, then the
+// object's text goes out as it is written; a block closed by its end marker (or by the next block, or the section's
+// end) is read as the whole answer reads it: a block whose head was broken is content and takes no index (it was
+// never announced); one announced and then broken ends the streaming (the whole answer's reading, at the end, has
+// the last word). Each byte is read a bounded number of times: work linear in the answer, not per push.
+class SectionCallStream {
+ public:
+  struct Delta {
+    size_t index = 0;
+    bool first = false;  // carries the name (and Kimi's id)
+    std::string name, id, arguments;
+  };
+  explicit SectionCallStream(ToolFormat f) : f_(f) {}
+  // `text`: the answer so far without a tail that may begin a marker; each call's text extends the last one's.
+  std::vector<Delta> feed(std::string_view text);
+
+ private:
+  void arguments(std::string_view text, size_t block_end, std::vector<Delta>& out);
+
+  ToolFormat f_;
+  bool in_section_ = false, in_block_ = false, done_ = false;
+  size_t pos_ = 0;       // where the section's marker, or the next block, is searched for
+  size_t calls_ = 0;     // calls announced
+  // The open block: its first byte, where its end markers are searched for next, its head (whole: announced as call
+  // calls_ - 1; broken: never a call), and its arguments' object scanned as far as `scan_` (the brace depth, inside a
+  // string, after a backslash) and sent as far as `sent_`.
+  size_t body_ = 0, searched_ = 0;
+  enum class HeadState { more, whole, broken } head_ = HeadState::more;
+  size_t scan_ = 0, sent_ = 0, object_end_ = 0;
+  int depth_ = 0;
+  bool in_string_ = false, escape_ = false, object_closed_ = false;
+};
 
 // deepseek_v3 / deepseek_v31 / kimi_k2: the function's name is written outside the JSON, so a forced call names its
 // function in the prompt's opening and the schema holds only the arguments.

@@ -23,15 +23,25 @@ ToolCallStream::ToolCallStream(ToolFormat format, ToolMode mode, bool parallel, 
       mode_(mode),
       parallel_(parallel),
       forced_name_(std::move(forced_name)),
-      // As forced_calls reads the answer: behind the opening the prompt ended with.
-      opening_(mode == ToolMode::forced ? forced_json_opening(format) : std::string_view()),
-      answer_(opening_) {}
+      // As forced_calls reads the answer: behind the opening the prompt ended with (for a format that names the
+      // function outside the JSON, the section's and the call's openings: the stream reads it as a section).
+      opening_(mode != ToolMode::forced            ? std::string()
+               : names_call_outside_json(format) ? forced_call_opening(format, forced_name_)
+                                                 : std::string(forced_json_opening(format))),
+      answer_(opening_),
+      sections_(format) {}
 
 std::string_view ToolCallStream::definite() const {
   const std::string_view a = answer_;
   size_t hold = 0;
   if (format_ == ToolFormat::hermes)
     hold = std::max(tag_overlap(a, kToolCallOpen), tag_overlap(a, kToolCallClose));
+  else if (format_ == ToolFormat::deepseek_v3 || format_ == ToolFormat::deepseek_v31)
+    for (std::string_view m : {kDeepSeekCallsBegin, kDeepSeekCallBegin, kDeepSeekCallEnd, kDeepSeekCallsEnd})
+      hold = std::max(hold, tag_overlap(a, m));
+  else if (format_ == ToolFormat::kimi_k2)
+    for (std::string_view m : {kKimiSectionBegin, kKimiCallBegin, kKimiCallEnd, kKimiSectionEnd})
+      hold = std::max(hold, tag_overlap(a, m));
   else if (format_ != ToolFormat::llama3_json && !tool_call_marker(format_).empty())  // (Llama's tag only leads)
     hold = tag_overlap(a, tool_call_marker(format_));
   return a.substr(0, a.size() - hold);
@@ -147,12 +157,22 @@ ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t
   return out;
 }
 
+ToolCallStream::Read ToolCallStream::pythonic_calls(std::string_view text, size_t from) const {
+  PythonicSoFar p = pythonic_calls_so_far(text, from);
+  Read out;
+  for (auto& [name, arguments] : p.calls) out.calls.push_back({std::move(name), std::move(arguments), {}});
+  out.settled = p.settled;
+  out.resume = p.resume;
+  return out;
+}
+
 std::vector<ToolCallStream::Partial> ToolCallStream::partial_calls(size_t& base) {
   const std::string_view text = definite();
-  // A format without a reader here sends its calls whole when the choice ends (finish).
+  // (The sections have their own reader: push.)
   Read r = format_ == ToolFormat::hermes        ? hermes_calls(text, resume_)
            : format_ == ToolFormat::mistral     ? mistral_calls(text, resume_)
            : format_ == ToolFormat::llama3_json ? llama3_calls(text, resume_)
+           : format_ == ToolFormat::pythonic    ? pythonic_calls(text, resume_)
                                                 : Read{};
   base = settled_;
   settled_ += r.settled;
@@ -205,6 +225,19 @@ ToolStreamStep ToolCallStream::push(std::string_view text) {
       }
       if (marker == std::string_view::npos) return out;
     }
+  }
+  if (names_call_outside_json(format_)) {
+    for (SectionCallStream::Delta& d : sections_.feed(definite())) {
+      if (!parallel_ && d.index > 0) break;
+      if (d.first) {
+        sent_.push_back({d.id.empty() ? new_tool_call_id(format_) : d.id, d.arguments});
+        out.calls.push_back({d.index, true, sent_.back().id, std::move(d.name), std::move(d.arguments)});
+      } else {
+        sent_.at(d.index).arguments += d.arguments;
+        out.calls.push_back({d.index, false, "", "", std::move(d.arguments)});
+      }
+    }
+    return out;
   }
   size_t base = 0;
   const std::vector<Partial> calls = partial_calls(base);

@@ -4,7 +4,10 @@
 // {"index", "function": {"arguments": <new text>}} as its arguments grow. The arguments go out as the model writes
 // them (the value's own bytes, read by tool_call_scan.h), so call i's fragments concatenate to the `arguments`
 // the whole answer reports for call i. Held back: a tail that may be the start of a marker (</tool_call>,
-// [TOOL_CALLS]) and a string-valued "arguments" until it closes (its contents, not its text, are the arguments).
+// [TOOL_CALLS], the DeepSeek / Kimi section markers) and a string-valued "arguments" until it closes (its contents,
+// not its text, are the arguments). DeepSeek-V3 / V3.1 and Kimi-K2 name the function in a head before the
+// arguments object (tool_format_sections.h: SectionCallStream); pythonic arguments go out one keyword at a time,
+// as JSON (tool_format_pythonic.h).
 //
 // The content before the calls streams as it comes (ToolCallStream::push); the answer is read whole when the
 // choice ends (finish): whatever that reading has beyond what was sent goes out then (content after the calls,
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "server/tool_calls.h"
+#include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
 
@@ -60,6 +64,7 @@ class ToolCallStream {
   Read hermes_calls(std::string_view text, size_t from) const;
   Read llama3_calls(std::string_view text, size_t from) const;
   Read mistral_calls(std::string_view text, size_t from) const;
+  Read pythonic_calls(std::string_view text, size_t from) const;
   std::string_view definite() const;
   void send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out);
 
@@ -76,6 +81,7 @@ class ToolCallStream {
   std::vector<Sent> sent_;
   size_t settled_ = 0;  // calls no later text can change (all sent by the push that settled them)
   size_t resume_ = 0;   // where reading continues after them
+  SectionCallStream sections_;  // DeepSeek-V3 / V3.1, Kimi-K2: read once, as the answer grows
 };
 
 }  // namespace attnzoo::server

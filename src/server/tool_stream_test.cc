@@ -1,14 +1,18 @@
 // Streamed tool calls (server/tool_stream.h) against the whole answer (read_answer): fixed answers of every format
-// fed in every two-piece split, every three-piece split of the shorter ones and random chunkings; the content
-// deltas concatenate to the whole answer's content, each call is announced once, in order, with the whole answer's
-// name, and its argument fragments concatenate to the whole answer's arguments byte for byte.
+// (Hermes, Llama 3 JSON, Mistral, DeepSeek-V3 / V3.1, Kimi-K2, pythonic) fed in every two-piece split,
+// every three-piece split of the shorter ones and random chunkings; the content deltas concatenate to the whole
+// answer's content, each call is announced once, in order, with the whole answer's name (and Kimi's own id), and its
+// argument fragments concatenate to the whole answer's arguments byte for byte; fed a byte at a time, every
+// argument byte goes out before the choice ends.
 #include "server/tool_stream.h"
 
 #include <gtest/gtest.h>
 
 #include "engine/json_sequence.h"
 #include "loader/json.h"
+#include "server/tool_format_sections.h"
 #include "server/tool_request.h"
+#include "testing/stream_split_testing.h"
 
 #include <random>
 #include <string>
@@ -24,8 +28,9 @@ struct Streamed {
   size_t arguments_before_finish = 0;  // argument bytes sent before the choice ended
 };
 
-Streamed run(ToolFormat format, ToolMode mode, bool parallel, const std::vector<std::string>& pieces) {
-  ToolCallStream s(format, mode, parallel);
+Streamed run(ToolFormat format, ToolMode mode, bool parallel, const std::vector<std::string>& pieces,
+             const std::string& forced_name = {}) {
+  ToolCallStream s(format, mode, parallel, forced_name);
   Streamed out;
   const auto take = [&](const ToolStreamStep& step) {
     out.content += step.content;
@@ -51,11 +56,13 @@ Streamed run(ToolFormat format, ToolMode mode, bool parallel, const std::vector<
 }
 
 // The text the forced stream reads (forced answers) or the answer itself.
-ParsedAnswer whole(ToolFormat format, ToolMode mode, bool parallel, const std::string& text) {
-  return read_answer(text, mode, parallel, format);
+ParsedAnswer whole(ToolFormat format, ToolMode mode, bool parallel, const std::string& text,
+                   const std::string& forced_name = {}) {
+  return read_answer(text, mode, parallel, format, forced_name);
 }
 
-void expect_same(const ParsedAnswer& w, const Streamed& s, const std::string& what, bool retracted = false) {
+void expect_same(const ParsedAnswer& w, const Streamed& s, const std::string& what, bool retracted = false,
+                 bool own_ids = false) {
   EXPECT_EQ(s.problem, "") << what;
   EXPECT_EQ(s.content, w.content) << what;
   if (retracted) return;
@@ -63,6 +70,7 @@ void expect_same(const ParsedAnswer& w, const Streamed& s, const std::string& wh
   for (size_t i = 0; i < w.calls.size(); ++i) {
     EXPECT_EQ(s.names[i], w.calls[i].name) << what;
     EXPECT_EQ(s.arguments[i], w.calls[i].arguments) << what;
+    if (own_ids) EXPECT_EQ(s.ids[i], w.calls[i].id) << what;  // Kimi-K2's functions.NAME:IDX
   }
 }
 
@@ -75,10 +83,25 @@ struct Case {
   // The whole answer is content, but a call was announced before the text that rules it out (a stream cannot take
   // it back): only the content is compared.
   bool retracted = false;
+  std::string forced_name = {};  // the formats that name the function outside the JSON
 };
 
+const std::string kB = std::string(kDeepSeekCallsBegin), kE = std::string(kDeepSeekCallsEnd),
+                  kCB = std::string(kDeepSeekCallBegin), kCE = std::string(kDeepSeekCallEnd),
+                  kSep = std::string(kDeepSeekSep), kKB = std::string(kKimiSectionBegin),
+                  kKE = std::string(kKimiSectionEnd), kKCB = std::string(kKimiCallBegin),
+                  kKA = std::string(kKimiArgumentBegin), kKCE = std::string(kKimiCallEnd);
+
+std::string v3_call(const std::string& name, const std::string& json, bool closed = true) {
+  return kCB + "function" + kSep + name + "\n```json\n" + json + (closed ? "\n```" + kCE : "");
+}
+std::string v31_call(const std::string& name, const std::string& json) { return kCB + name + kSep + json + kCE; }
+std::string kimi_call(const std::string& id, const std::string& json) { return kKCB + id + kKA + json + kKCE; }
+
 std::vector<Case> cases() {
-  const ToolFormat H = ToolFormat::hermes, L = ToolFormat::llama3_json, M = ToolFormat::mistral;
+  const ToolFormat H = ToolFormat::hermes, L = ToolFormat::llama3_json, M = ToolFormat::mistral,
+                   D3 = ToolFormat::deepseek_v3, D31 = ToolFormat::deepseek_v31, K = ToolFormat::kimi_k2,
+                   P = ToolFormat::pythonic;
   const ToolMode A = ToolMode::automatic, F = ToolMode::forced;
   return {
       {H, A,
@@ -113,6 +136,32 @@ std::vector<Case> cases() {
       {M, F, "{\"name\": \"f\", \"arguments\": {\"a\": 1}}, {\"name\": \"g\", \"arguments\": {}}]", 2},
       {M, F, "{\"name\": \"f\", \"arguments\": {}}", 1},
       {L, F, "{\"name\": \"f\", \"parameters\": {\"a\": 1}}; {\"name\": \"g\", \"parameters\": {}}", 2},
+      // The sections: content, then calls whose heads name them; a block whose head is broken is content and takes
+      // no index; a call the model never closed counts once its object is whole.
+      {D3, A, "Let me check." + kB + v3_call("get_weather", "{\"city\": \"Paris <\xef\xbd\x9c tool {x}\", \"days\": 2}") + "\n" +
+           v3_call("get_time", "{}") + kE,
+       2},
+      {D3, A, "x" + kB + v3_call("f", "{\"a\": [1, {\"b\": null}]}", false), 1},
+      {D3, A, kB + kCB + "function" + kSep + "f\n```python\n{}\n```" + kCE + v3_call("g", "{\"b\": 2}") + kE, 1},
+      {D31, A, "Hi " + kB + v31_call("f", "{\"a\": [1, {\"b\": null}]}") + v31_call("g", " {} ") + kE, 2},
+      {D31, A, kB + v31_call("bad name", "{}") + v31_call("g", "{\"b\": \"<\"}") + kE + " \n", 1},
+      {D31, A, kB + v31_call("f", "{\"a\": }") + v31_call("g", "{}") + kE, 1, true, true},  // f announced, then broken
+      {D31, A, kB + v31_call("f", "{\"a\": 1}") + v31_call("g", "{}") + kE, 1, false},
+      {D31, A, "just text and a " + kB.substr(0, 7), 0},
+      {K, A, "Sure. " + kKB + kimi_call("functions.get_weather:0", "{\"city\": \"Oslo\"}") +
+           kimi_call("functions.get_time:1", "{}") + kKE,
+       2},
+      {K, A, kKB + kKCB + "functions.f:0" + kKA + " {\"q\": \"na\xc3\xafve\"}", 1},
+      {K, A, kKB + kimi_call("functions.f:x", "{}") + kimi_call("functions.g:1", "{\"a\": 1}") + kKE + "tail", 1},
+      // Pythonic: a call's name once '(' follows it, then its arguments as JSON one keyword at a time.
+      {P, A, " [get_weather(city='Paris, \"FR\"', days=3, hourly=True, tags=['a', {'b': None}]), get_time()]\n", 2},
+      {P, A, "[f(x=-1.5e3, s='''tri\\'ple'''), g(q=\"\\u00e9\\n\", n=12_000,)]", 2},
+      {P, A, "[f(a=1), g(b=2)]", 1, false},
+      {P, A, "[f(a=1)] and then text", 0, true, true},  // announced, then the text rules the list out
+      {P, A, "Hi [f()]", 0},
+      {D3, F, "{\"city\": \"Rome\"}", 1, true, false, "get_weather"},
+      {D31, F, "{\"city\": \"Rome\", \"days\": [1, 2]}", 1, true, false, "get_weather"},
+      {K, F, "{\"city\": \"Rome\"}", 1, true, false, "get_weather"},
   };
 }
 
@@ -120,32 +169,25 @@ std::string label(const Case& c) {
   return std::string(tool_format_name(c.format)) + (c.mode == ToolMode::forced ? " forced: " : " auto: ") + c.text;
 }
 
-TEST(ToolStreamSplits, EveryTwoPieceSplit) {
-  for (const Case& c : cases()) {
-    const ParsedAnswer w = whole(c.format, c.mode, c.parallel, c.text);
-    ASSERT_EQ(w.calls.size(), c.calls) << label(c);
-    for (size_t at = 0; at <= c.text.size(); ++at)
-      expect_same(w, run(c.format, c.mode, c.parallel, {c.text.substr(0, at), c.text.substr(at)}),
-                  label(c) + " split at " + std::to_string(at), c.retracted);
-  }
+Streamed run(const Case& c, const std::vector<std::string>& pieces) {
+  return run(c.format, c.mode, c.parallel, pieces, c.forced_name);
 }
+ParsedAnswer whole(const Case& c) { return whole(c.format, c.mode, c.parallel, c.text, c.forced_name); }
 
-TEST(ToolStreamSplits, EveryThreePieceSplitOfShortAnswers) {
+TEST(ToolStreamSplits, EveryTwoAndThreePieceSplit) {
   for (const Case& c : cases()) {
-    if (c.text.size() > 90) continue;
-    const ParsedAnswer w = whole(c.format, c.mode, c.parallel, c.text);
-    for (size_t a = 0; a <= c.text.size(); ++a)
-      for (size_t b = a; b <= c.text.size(); ++b)
-        expect_same(w,
-                    run(c.format, c.mode, c.parallel, {c.text.substr(0, a), c.text.substr(a, b - a), c.text.substr(b)}),
-                    label(c) + " split at " + std::to_string(a) + ", " + std::to_string(b), c.retracted);
+    const ParsedAnswer w = whole(c);
+    ASSERT_EQ(w.calls.size(), c.calls) << label(c);
+    testing::for_each_split(c.text, 90, [&](const std::vector<std::string>& pieces, const std::string& where) {
+      expect_same(w, run(c, pieces), label(c) + " split " + where, c.retracted, c.format == ToolFormat::kimi_k2);
+    });
   }
 }
 
 TEST(ToolStreamSplits, RandomChunkingsAndByteByByte) {
   std::mt19937 rng(7);
   for (const Case& c : cases()) {
-    const ParsedAnswer w = whole(c.format, c.mode, c.parallel, c.text);
+    const ParsedAnswer w = whole(c);
     for (int round = 0; round < 200; ++round) {
       std::vector<std::string> pieces;
       for (size_t at = 0; at < c.text.size();) {
@@ -153,7 +195,8 @@ TEST(ToolStreamSplits, RandomChunkingsAndByteByByte) {
         pieces.push_back(c.text.substr(at, n));
         at += n;
       }
-      expect_same(w, run(c.format, c.mode, c.parallel, pieces), label(c) + " round " + std::to_string(round), c.retracted);
+      expect_same(w, run(c, pieces), label(c) + " round " + std::to_string(round), c.retracted,
+                  c.format == ToolFormat::kimi_k2);
     }
   }
 }
@@ -163,11 +206,11 @@ TEST(ToolStreamSplits, RandomChunkingsAndByteByByte) {
 // half of them are out.
 TEST(ToolStreamSplits, ArgumentsGoOutAsTheyAreWritten) {
   for (const Case& c : cases()) {
-    if (c.calls == 0) continue;
+    if (c.calls == 0 || c.retracted) continue;
     std::vector<std::string> bytes;
     for (char ch : c.text) bytes.push_back(std::string(1, ch));
-    const Streamed s = run(c.format, c.mode, c.parallel, bytes);
-    const ParsedAnswer w = whole(c.format, c.mode, c.parallel, c.text);
+    const Streamed s = run(c, bytes);
+    const ParsedAnswer w = whole(c);
     size_t total = 0;
     for (const ToolCall& call : w.calls) total += call.arguments.size();
     EXPECT_EQ(s.arguments_before_finish, total) << label(c);
@@ -187,10 +230,9 @@ TEST(ToolStreamSplits, AMalformedBlockMakesTheAnswerContent) {
   const ParsedAnswer w = whole(ToolFormat::hermes, ToolMode::automatic, true, text);
   EXPECT_TRUE(w.calls.empty());
   EXPECT_EQ(w.content, text);
-  for (size_t at = 0; at <= text.size(); ++at) {
-    const Streamed s = run(ToolFormat::hermes, ToolMode::automatic, true, {text.substr(0, at), text.substr(at)});
-    EXPECT_EQ(s.content, text) << at;
-  }
+  testing::for_each_split(text, 0, [&](const std::vector<std::string>& pieces, const std::string& where) {
+    EXPECT_EQ(run(ToolFormat::hermes, ToolMode::automatic, true, pieces).content, text) << where;
+  });
 }
 
 // Two choices' streams keep their own indices and ids.
@@ -248,8 +290,9 @@ TEST(RequiredCalls, SeveralCallsInEachFormatsSyntax) {
     EXPECT_EQ(a.calls[1].name, "get_weather");
     EXPECT_EQ(a.calls[1].arguments, "{\"city\": \"Oslo\"}");
     EXPECT_TRUE(a.content.empty());
-    for (size_t at = 0; at <= w.text.size(); ++at)
-      expect_same(a, run(w.format, ToolMode::forced, true, {w.text.substr(0, at), w.text.substr(at)}), what);
+    testing::for_each_split(w.text, 0, [&](const std::vector<std::string>& pieces, const std::string& where) {
+      expect_same(a, run(w.format, ToolMode::forced, true, pieces), what + " split " + where);
+    });
     // Cut inside the second call: content, as a single forced call cut by max_tokens is.
     const std::string cut = w.text.substr(0, w.text.size() - 8);
     EXPECT_TRUE(read_answer(cut, ToolMode::forced, true, w.format).calls.empty()) << what;
