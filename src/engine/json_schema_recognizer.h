@@ -10,6 +10,7 @@
 // whitespace bytes in a row outside strings, and nothing after the top-level value (no trailing whitespace).
 // Strings are checked as JsonRecognizer checks them; in a string with a maxLength, \u escapes of UTF-16 surrogates
 // are refused (characters are counted as Python counts them, and a surrogate pair would be one).
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -54,7 +55,8 @@ class JsonSchemaRecognizer {
     value,        // a value of position want_
     object_open,  // after '{': a key or '}'
     key,          // after ',' in an object
-    key_literal,  // inside a property's quoted key: trie node lit_, properties keys_ still possible
+    key_literal,  // inside a property's quoted key: trie node lit_ (kOffTrie: another key), properties keys_ still
+                  // possible; a character's continuation bytes: aux_ more, the next in [lo_, hi_]
     colon,        // after a key; the value's position is want_
     after_value,  // ',' or the innermost container's closer
     array_open,   // after '[': an item or ']'
@@ -77,8 +79,16 @@ class JsonSchemaRecognizer {
   };
   struct Frame {
     uint16_t node;
-    uint16_t count;  // object: the index of the first property it may still write; array: items begun
+    // array: items begun; object: the index of the first property it may still write (low 7 bits) and the keys
+    // written (9 bits above, saturating); map: the keys written (the same 9 bits).
+    uint16_t count;
   };
+  static constexpr uint32_t kOffTrie = JsonSchema::kUnbounded;
+  static uint32_t next_index(const Frame& f) { return f.count & 0x7F; }
+  static uint32_t keys_written(const Frame& f) { return f.count >> 7; }
+  static void wrote_key(Frame& f, uint32_t next) {
+    f.count = uint16_t(next | std::min<uint32_t>(keys_written(f) + 1, 511) << 7);
+  }
 
   const JsonSchema::Node& node(uint16_t id) const { return schema_->nodes[id]; }
   bool fits(uint16_t position) const { return depth_ + schema_->position_need[position] <= kMaxDepth; }
@@ -98,6 +108,8 @@ class JsonSchemaRecognizer {
   bool bounded_number_byte(uint8_t byte, Mode m);
   bool number_holds() const;  // the number so far, ended here, meets its bounds (true when it has none)
   uint64_t keys_from(const Frame& f) const;  // the properties the object may write next
+  bool other_key_from(const Frame& f) const;  // the object may write a key it does not list next
+  bool other_key_byte(uint8_t byte);         // a byte of such a key (off the listed keys' trie)
 
   const JsonSchema* schema_;
   std::array<Frame, kMaxDepth> frames_;
