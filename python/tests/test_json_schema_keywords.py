@@ -2,8 +2,8 @@
 true or a schema beside properties (pydantic's extra="allow" and typed __pydantic_extra__), min/maxProperties,
 minLength / maxLength beside pattern and format (constr(pattern=..., min_length=..., max_length=...)), and a decimal
 multipleOf (Field(multiple_of=0.01)). References: Python's re and len (patterns with lengths, enumerated over small
-alphabets), pydantic (an independent validator of the models), and, end to end, the served tiny model's sampled
-answers through response_format, each validated by pydantic."""
+alphabets) and pydantic (an independent validator of the models). test_json_schema_serve.py samples the served tiny
+model under them."""
 import ipaddress
 import itertools
 import json
