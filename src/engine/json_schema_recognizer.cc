@@ -51,8 +51,12 @@ bool JsonSchemaRecognizer::can_end() const {
   return mode_ == Mode::literal && schema_->trie[lit_].terminal >= 0;
 }
 
+bool JsonSchemaRecognizer::free_key_text() const {
+  return aux_ == 0 && other_key_from(frames_[depth_ - 1]) && (lit_ == kOffTrie || !schema_->trie[lit_].escaped);
+}
+
 size_t JsonSchemaRecognizer::string_room() const {
-  const uint32_t max = key_ ? JsonSchema::kUnbounded : node(want_).max;
+  const uint32_t max = key_ || mode_ == Mode::key_literal ? JsonSchema::kUnbounded : node(want_).max;
   return max == JsonSchema::kUnbounded ? SIZE_MAX : size_t(max - len_);
 }
 

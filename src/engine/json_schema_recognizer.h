@@ -47,7 +47,9 @@ class JsonSchemaRecognizer {
   // Between characters of a string (no escape or multi-byte character under way), as JsonRecognizer's: there a
   // token of whole characters with no quote, backslash or control byte is accepted iff it has at most
   // string_room() characters (SIZE_MAX: no maxLength), which TokenTrie uses instead of walking those tokens.
-  bool in_string_text() const { return mode_ == Mode::string; }
+  // An unlisted key (additionalProperties beside properties) counts too where any such token goes on with it: off
+  // the listed keys' trie, or on it where leaving it is allowed (no escape so far), between characters.
+  bool in_string_text() const { return mode_ == Mode::string || (mode_ == Mode::key_literal && free_key_text()); }
   size_t string_room() const;
 
  private:
@@ -110,6 +112,7 @@ class JsonSchemaRecognizer {
   uint64_t keys_from(const Frame& f) const;  // the properties the object may write next
   bool other_key_from(const Frame& f) const;  // the object may write a key it does not list next
   bool other_key_byte(uint8_t byte);         // a byte of such a key (off the listed keys' trie)
+  bool free_key_text() const;
 
   const JsonSchema* schema_;
   std::array<Frame, kMaxDepth> frames_;
