@@ -1,6 +1,7 @@
 #pragma once
-// Numeric bounds of a json_schema value (minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf), enforced while the number is written: a byte is accepted only if some completion of the digits so far
-// lies in range, so no accepted prefix is a dead end.
+// Numeric bounds of a json_schema value (minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf), enforced
+// while the number is written: a byte is accepted only if some completion of the digits so far lies in range, so no
+// accepted prefix is a dead end.
 //
 // The digits so far fix the set of values a completion can take: "12" any of [12, 13), [120, 130), ... (numbers)
 // or 12, 120..129, ... (integers); "12.3" [12.3, 12.4); "-" every value <= 0. Negatives are the same sets of

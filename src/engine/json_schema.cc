@@ -370,7 +370,7 @@ class Compiler {
     n.min = count_field(s, "minProperties", pointer, 0);
     n.max = count_field(s, "maxProperties", pointer, JsonSchema::kUnbounded);
     for (const char* key : {"minProperties", "maxProperties"})
-      if (const Value* v = s.find(key); v && v->as_int() > 511)
+      if (count_field(s, key, pointer, 0) > 511)
         refuse(child_pointer(pointer, key), std::string(key) + " above 511 is not supported");
     if (n.min > n.max) refuse(pointer, "minProperties exceeds maxProperties");
     const bool closed = extra && extra->is_bool() && !extra->as_bool();
@@ -408,13 +408,10 @@ class Compiler {
     n.first_property = uint32_t(g_->properties.size());
     n.num_properties = uint32_t(names.size());
     g_->properties.resize(g_->properties.size() + names.size());
-    const int required_count = std::popcount(n.required);
-    if (uint32_t(required_count) > n.max)
-      refuse(pointer, "maxProperties (" + std::to_string(n.max) + ") is below the " + std::to_string(required_count) +
-                          " required properties");
+    if (uint32_t(std::popcount(n.required)) > n.max)
+      refuse(pointer, "maxProperties (" + std::to_string(n.max) + ") is below the count of required properties");
     if (n.child == kNone && n.min > names.size())
-      refuse(pointer, "minProperties (" + std::to_string(n.min) + ") is above the " + std::to_string(names.size()) +
-                          " properties allowed");
+      refuse(pointer, "minProperties (" + std::to_string(n.min) + ") is above the count of properties allowed");
     n.trie = g_->add_trie(quoted, /*keys=*/true);
     const uint16_t id = new_node(n);
     const std::string props_at = child_pointer(pointer, "properties");

@@ -4,8 +4,9 @@
 //
 // The subset, and how each keyword is read (anything else is refused, naming the keyword and its JSON pointer):
 //   type            "object", "array", "string", "number", "integer", "boolean", "null", or a list of them.
-//                   Without `type`, `properties` / `required` / `additionalProperties` mean an object, `items` /
-//                   `minItems` / `maxItems` an array, `minLength` / `maxLength` a string; nothing at all: any value.
+//                   Without `type`, `properties` / `required` / `additionalProperties` / `minProperties` /
+//                   `maxProperties` mean an object, `items` / `minItems` / `maxItems` an array, `minLength` /
+//                   `maxLength` a string; nothing at all: any value.
 //   properties      written in the schema's order; an optional one may be skipped, a required one may not.
 //   additionalProperties  beside properties / required: false when absent or false (no other key); true or a
 //                   schema: other keys may come anywhere between them, each value of that schema (any value for
@@ -25,10 +26,10 @@
 //                   schemas, "number" and "integer") are refused.
 //   $ref            "#" or a JSON pointer into the document ("#/$defs/X", "#/definitions/X"); recursion is bounded
 //                   by kMaxDepth (32) nesting levels (a required self-reference is refused).
-//   minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, draft 6 on); multipleOf (exact decimals:
-//                   0.3 is a multiple of 0.1): enforced as the digits are written (engine/json_number_bounds.h). A bounded integer stays within int64; a
-//                   bounded number has no exponent, and its bounds at most 12 decimals and magnitude below 1e18.
-//                   A range no value lies in is refused.
+//   minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, draft 6 on); multipleOf (exact decimals: 0.3
+//                   is a multiple of 0.1): enforced as the digits are written (engine/json_number_bounds.h). A
+//                   bounded integer stays within int64; a bounded number has no exponent, and its bounds and step at
+//                   most 12 decimals and magnitude below 1e18. A range no value (or multiple) lies in is refused.
 //   format          on a string: date, time, date-time, uuid, ipv4, email, duration (engine/json_string_format.h
 //                   says exactly which texts), written without escapes; with minLength / maxLength (not for
 //                   email) the length bounds intersect its DFA (engine/json_string_length.h). Other

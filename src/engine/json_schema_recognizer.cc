@@ -68,7 +68,9 @@ bool JsonSchemaRecognizer::whitespace() {
 
 namespace {
 // The required properties at index `from` and after.
-int required_from(const JsonSchema::Node& n, uint32_t from) { return from >= 64 ? 0 : std::popcount(n.required >> from); }
+int required_from(const JsonSchema::Node& n, uint32_t from) {
+  return from >= 64 ? 0 : std::popcount(n.required >> from);
+}
 }  // namespace
 
 uint64_t JsonSchemaRecognizer::keys_from(const Frame& f) const {
@@ -84,7 +86,8 @@ uint64_t JsonSchemaRecognizer::keys_from(const Frame& f) const {
               (n.max == JsonSchema::kUnbounded || written + 1 + uint32_t(required_from(n, i + 1)) <= n.max);
     if (ok && !others && written + 1 < n.min) {
       uint32_t after = 0;
-      for (uint32_t j = i + 1; j < n.num_properties; ++j) after += fits(schema_->properties[n.first_property + j].value);
+      for (uint32_t j = i + 1; j < n.num_properties; ++j)
+        after += fits(schema_->properties[n.first_property + j].value);
       ok = written + 1 + after >= n.min;
     }
     if (ok) out |= uint64_t(1) << i;

@@ -1,8 +1,10 @@
 #pragma once
 // A byte-at-a-time recognizer of one JSON document that validates against a compiled schema (engine/json_schema.h):
 // JsonRecognizer's pushdown automaton, with each open object / array a 4-byte frame naming its schema node (and the
-// next property it may write, or its item count), so the whole state is a fixed 168 bytes that structured outputs
-// copies per vocabulary trie edge (engine/json_constraint.h).
+// next property it may write and the keys written, or its item count), so the whole state is a fixed 168 bytes that
+// structured outputs copies per vocabulary trie edge (engine/json_constraint.h). A key an object does not list
+// (additionalProperties beside properties) follows the listed keys' trie while it can, then goes on as a free key
+// without escapes; it may not end as a listed key, so each listed key is written once, in its place.
 //
 // push(b) accepts b iff the bytes so far, b included, are still a prefix of some document that validates, within
 // the bounds: kMaxDepth objects / arrays open at once (a property or item whose schema cannot be completed within

@@ -245,7 +245,8 @@ TEST(JsonSchema, TrieWalkAllowsExactlyTheTokensTheRecognizerAccepts) {
        R"({"name": "\u00e9)" "\xc3\xa9" R"(", "age": -12, "tags": ["a", {"k":[1,true]}], "pet": {"kind":"cat"}})"},
       {free_strings.get(),
        R"({"s": "abc\n)" "\xc3\xa9" R"( d", "m": {"na\"me": [1.5, "x"], "": {}}, "b": "abcdefghi\n"})"},
-      {extra.get(), R"({"nam": "ab", "name": "x", "pet":"c)" "\xc3\xa9" R"(t", "age": -12, "n)" "\xc3\xa9" R"(": "abcd"})"},
+      {extra.get(),
+       R"({"nam": "ab", "name": "x", "pet":"c)" "\xc3\xa9" R"(t", "age": -12, "n)" "\xc3\xa9" R"(": "abcd"})"},
   };
   int plain_states = 0, bounded_walks = 0;
   for (const Case& c : cases) {
