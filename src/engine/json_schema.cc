@@ -342,6 +342,10 @@ class Compiler {
         if (g_->string_lengths.size() >= kNone - 1) refuse("", "too many bounded patterns");
         g_->string_lengths.push_back(string_lengths(*g_->patterns[n.pattern], n.min, n.max, pointer));
         n.lengths = uint16_t(g_->string_lengths.size() - 1);
+        // A request's length tables stay within 4 MiB in all, as its patterns' DFAs do within 8 MiB.
+        length_words_ += g_->string_lengths.back().bits.size();
+        if (length_words_ * 64 > 8 * StringLengths::kMaxBits)
+          refuse(pointer, "the schema's patterned strings with minLength / maxLength need over 4 MiB of tables");
       }
     } else if (type == "number" || type == "integer") {
       n.kind = type == "number" ? Kind::number : Kind::integer;
@@ -566,7 +570,7 @@ class Compiler {
   std::vector<std::pair<std::string, std::vector<uint16_t>>> one_of_;  // each oneOf's pointer and branch positions
   std::map<uint16_t, std::vector<std::string>> literal_texts_;
   uint16_t any_ = kNone;
-  size_t pattern_states_ = 0;
+  size_t pattern_states_ = 0, length_words_ = 0;
 };
 
 }  // namespace

@@ -18,7 +18,8 @@
 namespace attnzoo {
 
 struct StringLengths {
-  static constexpr size_t kMaxBits = size_t(1) << 22;  // states x lengths: 512 KiB of table per string at most
+  // states x lengths: 512 KiB of table per string at most (and 8 times that a request: engine/json_schema.cc)
+  static constexpr size_t kMaxBits = size_t(1) << 22;
 
   uint32_t min = 0, max = 0xFFFFFFFF;  // characters; max 0xFFFFFFFF: unbounded
   uint32_t top = 0;                    // the largest k kept

@@ -87,6 +87,15 @@ TEST(JsonStringLength, CharactersAreCodePoints) {
                "ab\xc3\xa9\xa8\"");
 }
 
+// Twelve strings of a's, a million or more: 3 DFA states x 1,000,003 lengths, 3 Mi bits of table each; the
+// twelfth passes 32 Mi bits in all.
+std::string many_tables() {
+  std::string items;
+  for (int i = 0; i < 12; ++i)
+    items += std::string(i ? "," : "") + R"({"type":"string","pattern":"^a+$","minLength":1000000})";
+  return R"({"type":"array","prefixItems":[)" + items + "]}";
+}
+
 TEST(JsonStringLength, FormatsWithLengthsAndRefusals) {
   // Dotted quads of at most 9 characters: "100.20" leaves no room for ".d.d".
   const auto ip = compile_json_schema(json::parse(R"({"type":"string","format":"ipv4","maxLength":9})"));
@@ -110,7 +119,8 @@ TEST(JsonStringLength, FormatsWithLengthsAndRefusals) {
            {R"({"properties":{"p":{"type":"string","pattern":"^(aa)+$","minLength":3,"maxLength":3}}})",
             "at #/properties/p: no string of 3 to 3 characters"},
            {R"({"type":"string","pattern":"^[a-z]+$","minLength":10000000})", "at #: minLength / maxLength beside"},
-           {R"({"type":"string","pattern":"x","minLength":3,"maxLength":2})", "at #: minLength exceeds maxLength"}}) {
+           {R"({"type":"string","pattern":"x","minLength":3,"maxLength":2})", "at #: minLength exceeds maxLength"},
+           {many_tables(), "at #/prefixItems/11: the schema's patterned strings with minLength / maxLength need over 4 MiB"}}) {
     try {
       compile_json_schema(json::parse(schema));
       ADD_FAILURE() << schema << " compiled";
