@@ -123,7 +123,8 @@ def test_the_table_holds_the_json_mask_section(tiny_doc):
     between none and the whole vocabulary, both times and their ratio set, printed after the table."""
     from attnzoo.bench import json_mask
     section = tiny_doc["json_mask"]
-    assert [r["format"] for r in section["rows"]] == ["json_object", "json_schema", "json_schema_typed"]
+    assert [r["format"] for r in section["rows"]] == ["json_object", "json_schema", "json_schema_typed",
+                                                      "json_schema_open"]
     for r, (_, _, doc) in zip(section["rows"], json_mask.CASES):
         assert r["states"] == len(doc.encode())
         assert 1 <= r["allowed_mean"] < section["vocab"]

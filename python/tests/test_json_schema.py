@@ -11,6 +11,7 @@ For ~20 schemas (nested objects, arrays of enums, anyOf, $ref recursion, optiona
   byte where it stops one is not the start of any valid document seen."""
 import json
 import random
+from fractions import Fraction
 
 import pytest
 
@@ -83,6 +84,16 @@ SCHEMAS = {
         "required": ["pair", "wrapped"],
         "$defs": {"p": {"type": "object", "properties": {"q": {"type": "integer", "minimum": 0}},
                         "required": ["q"]}}},
+    "extra_keys": {"type": "object", "properties": {"id": {"type": "integer"}, "tag": {"enum": ["a", "b"]}},
+                   "required": ["id"], "maxProperties": 4,
+                   "additionalProperties": {"type": "number", "multipleOf": 0.25, "minimum": -10, "maximum": 10}},
+    "loose_object": {"properties": {"a": {"type": "string", "maxLength": 3}, "m": {"type": "object",
+                     "additionalProperties": {"type": "integer"}, "maxProperties": 2}},
+                     "additionalProperties": True},
+    "decimal_steps": {"type": "object", "properties": {
+        "cents": {"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 3},
+        "half": {"type": "number", "multipleOf": 0.5, "exclusiveMinimum": -2.5},
+        "fives": {"type": "integer", "multipleOf": 2.5, "maximum": 100}}, "required": ["cents", "half"]},
     "const_union": {"anyOf": [{"const": "on"}, {"const": "off"}, {"type": "integer"}, {"enum": [True]}]},
 }
 
@@ -140,10 +151,15 @@ def valid(v, s, root):
             return False
         extra = s.get("additionalProperties", True)
         if "properties" in s or "required" in s:
-            # The subset's rules: no key beside the properties, and the properties in the schema's order.
-            order = [k for k in props if k in v]
-            if list(v) != order:
+            # The subset's rules: the listed keys in the schema's order; no other key unless additionalProperties
+            # (true or a schema) says so (absent counts as false).
+            if [k for k in v if k in props] != [k for k in props if k in v]:
                 return False
+            extra = s.get("additionalProperties", False)
+            if extra is False and any(k not in props for k in v):
+                return False
+        if not s.get("minProperties", 0) <= len(v) <= s.get("maxProperties", len(v)):
+            return False
         for k, x in v.items():
             if not valid(x, props[k] if k in props else extra, root):
                 return False
@@ -159,7 +175,9 @@ def valid(v, s, root):
         checks = {"minimum": v >= s.get("minimum", v), "maximum": v <= s.get("maximum", v),
                   "exclusiveMinimum": "exclusiveMinimum" not in s or v > s["exclusiveMinimum"],
                   "exclusiveMaximum": "exclusiveMaximum" not in s or v < s["exclusiveMaximum"],
-                  "multipleOf": "multipleOf" not in s or v % s["multipleOf"] == 0}
+                  # Exact decimals (0.3 is a multiple of 0.1): the shortest texts of both, as fractions.
+                  "multipleOf": "multipleOf" not in s or
+                                (Fraction(repr(v)) / Fraction(repr(s["multipleOf"]))).denominator == 1}
         if not all(checks.values()):
             return False
     return True
@@ -336,9 +354,9 @@ def test_mutated_documents(name):
 BAD = [
     ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#/pattern"),
     ({"properties": {"d": {"type": "string", "format": "hostname"}}}, '"hostname"', "#/properties/d/format"),
-    ({"type": "number", "multipleOf": 3}, "multipleOf", "#/multipleOf"),
-    ({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}, "additionalProperties",
-     "#/additionalProperties"),
+    ({"type": "number", "multipleOf": 1e-13}, "multipleOf", "#/multipleOf"),
+    ({"type": "object", "properties": {"a": {}}, "patternProperties": {"^x": {}}}, "patternProperties", "#"),
+    ({"properties": {"e": {"type": "string", "format": "email", "maxLength": 30}}}, "email", "#/properties/e"),
     ({"anyOf": [{"type": "object"}, {"type": "object", "properties": {"a": {}}}]}, "begin with", "#"),
     ({"$ref": "https://example.com/s.json"}, "$ref", "#/$ref"),
     ({"allOf": [{"type": "integer"}, {"minimum": 3}]}, "allOf with more than one", "#/allOf"),

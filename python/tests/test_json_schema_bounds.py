@@ -107,6 +107,41 @@ def test_number_ranges_exhaustively(bounds):
     assert checked > 50
 
 
+DECIMAL_MULTIPLES = [
+    {"minimum": -3, "maximum": 7.5, "multipleOf": 0.25},
+    {"exclusiveMinimum": 0, "exclusiveMaximum": 12.5, "multipleOf": 2.5},
+    {"minimum": 0.1, "maximum": 0.3, "multipleOf": 0.01},
+    {"minimum": 1.05, "maximum": 3, "multipleOf": 0.1},
+    {"minimum": -30, "maximum": 30, "multipleOf": 0.3},
+    {"exclusiveMinimum": -1, "maximum": 0, "multipleOf": 0.05},
+]
+
+
+@pytest.mark.parametrize("bounds", DECIMAL_MULTIPLES, ids=lambda b: json.dumps(b))
+def test_decimal_multiples_exhaustively(bounds):
+    """A value is a multiple when its decimal text over the step's shortest decimal is whole (Fraction, not floats:
+    0.3 / 0.1 is 2.9999999999999996 in doubles)."""
+    step = Fraction(repr(bounds["multipleOf"]))
+    valid = [t for t in number_texts() if in_number_range(t, bounds) and (Fraction(t) / step).denominator == 1]
+
+    def complete_enough(t):
+        whole, _, frac = t.lstrip("-").partition(".")
+        return len(frac) <= 2 and len(whole) <= 2 and "e" not in t.lower() and "+" not in t
+
+    checked = check_exhaustively({"type": "number", **bounds}, valid, complete_enough)
+    assert checked > 50
+
+
+def test_decimal_steps_on_integers_and_unbounded():
+    ints = [str(v) for v in range(-40, 40)]
+    for step, keep in [(2.5, 5), (0.5, 1), (0.2, 1), (1.5, 3)]:
+        valid = [t for t in ints if int(t) % keep == 0 and -30 <= int(t) <= 30] + ["-0"]
+        check_exhaustively({"type": "integer", "minimum": -30, "maximum": 30, "multipleOf": step}, valid,
+                           lambda t: True)
+    for text, n, end in [("0.3", 3, True), ("0.35", 3, True), ("-1234567.80", 11, True), ("1e1", 1, True)]:
+        assert prefix_state({"type": "number", "multipleOf": 0.1}, text)[0::2] == (n, end), text
+
+
 def test_unbounded_sides_reach_any_size():
     for schema, text in [({"type": "number", "minimum": 5}, "123456789012345678901234567.5"),
                          ({"type": "number", "exclusiveMaximum": -7.5}, "-99999999999999999999999999"),
@@ -156,9 +191,10 @@ def test_a_top_level_bounded_integer_is_complete_when_no_digit_fits():
     ({"type": "integer", "minimum": 1, "maximum": 9, "multipleOf": 10}, "#", "no integer multiple of 10"),
     ({"type": "integer", "minimum": 0.2, "maximum": 0.8}, "#", "no integer lies"),
     ({"type": "number", "exclusiveMinimum": 1, "maximum": 1}, "#", "no number lies"),
-    ({"properties": {"x": {"type": "number", "multipleOf": 0.5}}}, "#/properties/x/multipleOf",
-     "multipleOf is supported for \"integer\" only"),
-    ({"type": "integer", "multipleOf": 0}, "#/multipleOf", "positive integer"),
+    ({"properties": {"x": {"type": "number", "multipleOf": 0.5, "minimum": 1.1, "maximum": 1.4}}},
+     "#/properties/x", "no multiple of 0.5 lies"),
+    ({"type": "integer", "multipleOf": 0}, "#/multipleOf", "positive number"),
+    ({"type": "number", "multipleOf": 1e-13}, "#/multipleOf", "more than 12 decimals"),
     ({"type": "integer", "minimum": True}, "#/minimum", "minimum must be a number"),
     ({"type": "number", "maximum": 1e-13}, "#/maximum", "more than 12 decimals"),
     ({"type": "number", "maximum": 1e20}, "#/maximum", "below 1e18"),

@@ -168,7 +168,9 @@ def test_random_walks_end_in_values_the_reference_accepts(fmt):
 
 @pytest.mark.parametrize("schema,where,words", [
     ({"type": "string", "format": "hostname"}, "#/format", 'format "hostname" is not supported'),
-    ({"properties": {"d": {"format": "date", "maxLength": 10}}}, "#/properties/d", "beside format"),
+    ({"properties": {"d": {"format": "date", "maxLength": 9}}}, "#/properties/d",
+     "no string of 0 to 9 characters matches the pattern / format"),
+    ({"properties": {"d": {"format": "email", "maxLength": 10}}}, "#/properties/d", 'beside format "email"'),
     ({"type": "string", "format": 3}, "#/format", "format must be a string"),
 ])
 def test_unknown_formats_are_refused_by_name(schema, where, words):

@@ -43,13 +43,33 @@ bool overlaps(i128 a, i128 b, bool b_closed, const Range& r) {
 }
 
 // Integers: [a, b] meets the (closed) range at a multiple of step (magnitudes are >= 0, so is a).
-bool meets_integer(i128 a, i128 b, const Range& r, uint64_t step) {
+bool meets_integer(i128 a, i128 b, const Range& r, i128 step) {
   if (r.has_lo && r.lo > a) a = r.lo;
   if (r.has_hi && r.hi < b) b = r.hi;
   if (a > b) return false;
   if (step == 0) return true;
-  const i128 s = step, first = (a + s - 1) / s * s;  // a >= 0
+  const i128 first = (a + step - 1) / step * step;  // a >= 0
   return first <= b;
+}
+
+// A number's range (units of 10^-scale, doubled) as a closed range of whole units: the bounds lie on units (even),
+// so an open end moves one unit in.
+Range whole_units(const Range& r) {
+  return {r.has_lo, r.has_hi, false, false, r.lo / 2 + (r.lo_open ? 1 : 0), r.hi / 2 - (r.hi_open ? 1 : 0)};
+}
+
+// Some multiple of `step` lies in the closed range [lo, hi] (either end may be absent; values of any sign).
+bool range_holds_multiple(const Range& r, i128 step) {
+  if (!r.has_lo || !r.has_hi) return true;
+  if (r.lo > r.hi) return false;
+  if (step == 0) return true;
+  const i128 q = r.lo / step, first = (q * step < r.lo ? q + 1 : q) * step;  // ceil toward +inf
+  return first <= r.hi;
+}
+
+i128 gcd(i128 a, i128 b) {
+  while (b != 0) a %= b, std::swap(a, b);
+  return a;
 }
 
 [[noreturn]] void refuse(const std::string& pointer, const std::string& what) {
@@ -98,6 +118,15 @@ std::string text_of(i128 v) {
   return neg ? "-" + out : out;
 }
 
+std::string text_of(const Decimal& d) {
+  std::string t = text_of(d.digits < 0 ? -d.digits : d.digits);
+  if (d.decimals > 0) {
+    if (t.size() <= size_t(d.decimals)) t.insert(0, size_t(d.decimals) + 1 - t.size(), '0');
+    t.insert(t.size() - size_t(d.decimals), ".");
+  }
+  return d.digits < 0 ? "-" + t : t;
+}
+
 // The four bounds parse_number_bounds reads (multipleOf besides).
 struct Bound {
   const char* key;
@@ -138,6 +167,7 @@ bool NumberBounds::viable(const NumberSoFar& n, Stage stage, bool zero_whole) co
       if (meets_integer(lo, lo + width - 1, r, step)) return true;
     return false;
   }
+  if (step != 0) return viable_multiple(n, stage, zero_whole);
   const i128 unit = 2 * pow10(scale);  // one whole number in the bounds' units
   switch (stage) {
     case Stage::minus: return !r.has_hi || overlaps(0, r.hi, true, r);  // every magnitude >= 0 ("-0" too)
@@ -165,10 +195,43 @@ bool NumberBounds::viable(const NumberSoFar& n, Stage stage, bool zero_whole) co
   return false;
 }
 
+// A number with multipleOf: the candidates are whole units (10^-scale) that are multiples of the step, the digits so
+// far fixing ranges of them as viable() describes ("12" [12, 13) U [120, 130) U ... in units).
+bool NumberBounds::viable_multiple(const NumberSoFar& n, Stage stage, bool zero_whole) const {
+  const Range r = whole_units(magnitudes(*this, n.negative));
+  const i128 unit = pow10(scale), p = n.whole;
+  switch (stage) {
+    case Stage::minus: return meets_integer(0, pow10(36), r, step);
+    case Stage::whole: {
+      if (zero_whole) return meets_integer(0, unit - 1, r, step);
+      if (!r.has_hi) return true;  // wider and wider ranges: past any lower bound, and wider than the step
+      for (i128 lo = p * unit, width = unit; lo <= r.hi; lo *= 10, width *= 10)
+        if (meets_integer(lo, lo + width - 1, r, step)) return true;
+      return false;
+    }
+    case Stage::dot: return meets_integer(p * unit, p * unit + unit - 1, r, step);
+    case Stage::fraction: {
+      const int j = n.fraction_digits;
+      if (j <= scale) {
+        const i128 lo = (p * pow10(j) + i128(uint64_t(n.fraction))) * pow10(scale - j);
+        return meets_integer(lo, lo + pow10(scale - j) - 1, r, step);
+      }
+      const i128 v = p * unit + i128(uint64_t(n.fraction));  // a non-zero digit past the step's: no multiple
+      return !n.beyond && meets_integer(v, v, r, step);
+    }
+  }
+  return false;
+}
+
 bool NumberBounds::holds(const NumberSoFar& n) const {
   const Range r = magnitudes(*this, n.negative);
   if (integer) return meets_integer(n.whole, n.whole, r, step);
   const int j = n.fraction_digits;
+  if (step != 0) {
+    if (j > scale && n.beyond) return false;
+    const i128 v = i128(n.whole) * pow10(scale) + i128(uint64_t(n.fraction)) * pow10(j < scale ? scale - j : 0);
+    return meets_integer(v, v, whole_units(r), step);
+  }
   i128 v = (i128(n.whole) * pow10(scale) + i128(uint64_t(n.fraction)) * pow10(j < scale ? scale - j : 0)) * 2;
   if (j > scale && n.beyond) v += 1;
   return overlaps(v, v, true, r);
@@ -186,13 +249,18 @@ NumberBounds parse_number_bounds(const json::Value& s, const std::string& pointe
       refuse(at, std::string(k.key) + " must be a number (the boolean form of draft 4 is not supported)");
     found.emplace_back(k, decimal_of(*v, at, k.key));
   }
+  Decimal step;  // multipleOf, exact
   if (const json::Value* m = s.find("multipleOf")) {
     const std::string at = pointer + "/multipleOf";
-    if (!integer) refuse(at, "multipleOf is supported for \"integer\" only");
-    if (!m->is_integer() || m->as_int() <= 0) refuse(at, "multipleOf must be a positive integer");
-    b.step = uint64_t(m->as_int());
+    if (!m->is_number() || (m->is_integer() ? m->as_int() <= 0 : !(m->as_double() > 0)))
+      refuse(at, "multipleOf must be a positive number");
+    step = decimal_of(*m, at, "multipleOf");
+    if (step.digits <= 0) refuse(at, "multipleOf must be a positive number");
   }
   if (integer) {
+    // An integer n is a multiple of d / 10^k iff n * 10^k is one of d, i.e. iff n is one of d / gcd(d, 10^k).
+    if (step.digits > 0) b.step = step.digits / gcd(step.digits, pow10(step.decimals));
+    if (b.step > i128(uint64_t(1) << 63)) refuse(pointer + "/multipleOf", "multipleOf must be below 2^63 on integers");
     // Closed integer bounds within int64 (the range a bounded integer is held to).
     b.has_lo = b.has_hi = true;
     b.lo = std::numeric_limits<int64_t>::min(), b.hi = std::numeric_limits<int64_t>::max();
@@ -208,6 +276,8 @@ NumberBounds parse_number_bounds(const json::Value& s, const std::string& pointe
     return b;
   }
   for (const auto& [k, d] : found) b.scale = uint8_t(std::max<int>(b.scale, d.decimals));
+  b.scale = uint8_t(std::max<int>(b.scale, step.decimals));
+  if (step.digits > 0) b.step = step.digits * pow10(b.scale - step.decimals);
   for (const auto& [k, d] : found) {
     const i128 v = d.digits * pow10(b.scale - d.decimals) * 2;
     if (k.upper && (!b.has_hi || v < b.hi || (v == b.hi && k.open))) b.has_hi = true, b.hi = v, b.hi_open = k.open;
@@ -215,6 +285,8 @@ NumberBounds parse_number_bounds(const json::Value& s, const std::string& pointe
   }
   if (b.has_lo && b.has_hi && (b.lo > b.hi || (b.lo == b.hi && (b.lo_open || b.hi_open))))
     refuse(pointer, "no number lies between the minimum and the maximum");
+  if (b.step != 0 && !range_holds_multiple(whole_units(magnitudes(b, false)), b.step))
+    refuse(pointer, "no multiple of " + text_of(step) + " lies between the minimum and the maximum");
   return b;
 }
 

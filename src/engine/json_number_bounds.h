@@ -1,7 +1,7 @@
 #pragma once
-// Numeric bounds of a json_schema value (minimum, maximum, exclusiveMinimum, exclusiveMaximum, and multipleOf for
-// integers), enforced while the number is written: a byte is accepted only if some completion of the digits so far
-// lies in range, so no accepted prefix is a dead end.
+// Numeric bounds of a json_schema value (minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf), enforced
+// while the number is written: a byte is accepted only if some completion of the digits so far lies in range, so no
+// accepted prefix is a dead end.
 //
 // The digits so far fix the set of values a completion can take: "12" any of [12, 13), [120, 130), ... (numbers)
 // or 12, 120..129, ... (integers); "12.3" [12.3, 12.4); "-" every value <= 0. Negatives are the same sets of
@@ -10,6 +10,12 @@
 // value with more decimals than the bounds falls strictly between two scaled units (the factor 2 names that
 // midpoint), where no bound can be. Exponents are refused where bounds are (the value's text stays comparable
 // digit by digit).
+//
+// multipleOf is decimal, never floating point: the step is the shortest decimal that reads back as the schema's
+// double (0.01 is exactly 1/100), and a value is a multiple when its own decimal text divided by the step is a whole
+// number (0.3 is a multiple of 0.1, though 0.3 / 0.1 is not 3 in doubles). A multiple of a step with d decimals has
+// at most d non-zero decimals, so with a step the candidates are whole numbers of units of 10^-scale (scale covers
+// the step's decimals too) and the bounds become closed ranges of such units: the same test integers have.
 #include <cstdint>
 #include <string>
 
@@ -36,13 +42,18 @@ struct NumberBounds {
   bool lo_open = false, hi_open = false;  // numbers: exclusive; integers are kept closed
   uint8_t scale = 0;                      // numbers: the bounds' decimals
   __int128 lo = 0, hi = 0;                // integers: the values; numbers: the values times 2 * 10^scale
-  uint64_t step = 0;                      // integers: multipleOf (0: none)
+  // multipleOf (0: none): integers, the smallest whole step whose multiples are the step's (2.5 -> 5); numbers,
+  // the step in units of 10^-scale.
+  __int128 step = 0;
 
   // Some completion of `n` at `stage` lies in range. `zero_whole`: the integer part is a lone "0" (no digit may
   // follow it).
   bool viable(const NumberSoFar& n, Stage stage, bool zero_whole) const;
   // `n`, ended now (stage whole or fraction), lies in range.
   bool holds(const NumberSoFar& n) const;
+
+ private:
+  bool viable_multiple(const NumberSoFar& n, Stage stage, bool zero_whole) const;
 };
 
 // Adds a digit to `n`'s integer part or (`in_fraction`) its fraction, under `b`'s scale.
@@ -50,7 +61,7 @@ void number_digit(NumberSoFar& n, bool in_fraction, uint8_t digit, const NumberB
 
 // The bounds of schema `s` (an object holding at least one of the keywords) for "integer" (`integer`) or
 // "number"; throws ArgumentError "response_format: json_schema at <pointer>: ..." naming the keyword when it cannot
-// be honoured (a bound of the wrong kind, a range no value lies in, multipleOf on a number).
+// be honoured (a bound of the wrong kind, a range no value (or multiple) lies in, a step with over 12 decimals).
 NumberBounds parse_number_bounds(const json::Value& s, const std::string& pointer, bool integer);
 
 // `s` (an object) holds one of the keywords parse_number_bounds reads.

@@ -109,6 +109,78 @@ TEST(JsonNumberBounds, NumberRangesAcceptExactlyTheirDecimals) {
   }
 }
 
+// multipleOf with a decimal step: a value is a multiple when its decimal text over the step is whole (exact
+// arithmetic in thousandths here), enforced digit by digit with the bounds.
+TEST(JsonNumberBounds, DecimalMultiplesAcceptExactlyTheirDecimals) {
+  struct Case {
+    const char* schema;
+    int64_t lo, hi, step;  // thousandths, closed
+  };
+  for (const Case& c : {Case{R"({"type":"number","minimum":-3,"maximum":7.5,"multipleOf":0.25})", -3000, 7500, 250},
+                        Case{R"({"type":"number","exclusiveMinimum":0,"exclusiveMaximum":12.5,"multipleOf":2.5})", 1,
+                             12499, 2500},
+                        Case{R"({"type":"number","minimum":0.1,"maximum":0.3,"multipleOf":0.01})", 100, 300, 10},
+                        Case{R"({"type":"number","minimum":1.05,"maximum":3,"multipleOf":0.1})", 1050, 3000, 100},
+                        Case{R"({"type":"number","minimum":-39,"maximum":-0.001,"multipleOf":0.125})", -39000, -1,
+                             125},
+                        Case{R"({"multipleOf":0.5,"minimum":-2,"maximum":38})", -2000, 38000, 500}}) {
+    std::vector<std::string> valid;
+    for (int sign : {1, -1})
+      for (int64_t whole = 0; whole < 40; ++whole)
+        for (int places = 0; places <= 3; ++places)
+          for (int64_t frac = 0; frac < (places == 0 ? 1 : places == 1 ? 10 : places == 2 ? 100 : 1000); ++frac) {
+            const int64_t unit = places == 0 ? 1000 : places == 1 ? 100 : places == 2 ? 10 : 1;
+            const int64_t v = sign * (whole * 1000 + frac * unit);
+            if (v < c.lo || v > c.hi || v % c.step != 0) continue;
+            char buf[32];
+            if (places == 0) std::snprintf(buf, sizeof(buf), "%s%lld", sign < 0 ? "-" : "", (long long)whole);
+            else
+              std::snprintf(buf, sizeof(buf), "%s%lld.%0*lld", sign < 0 ? "-" : "", (long long)whole, places,
+                            (long long)frac);
+            valid.push_back(buf);
+          }
+    expect_exact(c.schema, valid, [](const std::string& t) {
+      const std::string body = t[0] == '-' ? t.substr(1) : t;
+      const size_t dot = body.find('.');
+      const size_t whole = dot == std::string::npos ? body.size() : dot;
+      const size_t places = dot == std::string::npos ? 0 : body.size() - dot - 1;
+      return whole <= 2 && places <= 2 && t.find_first_of("eE+") == std::string::npos;
+    });
+  }
+}
+
+TEST(JsonNumberBounds, DecimalStepsOnIntegersAndTheirRefusals) {
+  // An integer multiple of 2.5 is a multiple of 5; of 0.5, any integer.
+  std::vector<std::string> fives, all;
+  for (int v = -20; v <= 30; ++v) {
+    if (v % 5 == 0) fives.push_back(std::to_string(v));
+    all.push_back(std::to_string(v));
+  }
+  fives.push_back("-0"), all.push_back("-0");
+  const auto any = [](const std::string&) { return true; };
+  expect_exact(R"({"type":"integer","minimum":-20,"maximum":30,"multipleOf":2.5})", fives, any);
+  expect_exact(R"({"type":"integer","minimum":-20,"maximum":30,"multipleOf":0.5})", all, any);
+  // Unbounded: 0.3 is a multiple of 0.1 (it is not in doubles: 0.3 / 0.1 = 2.9999999999999996).
+  const auto g = compile_json_schema(json::parse(R"({"type":"number","multipleOf":0.1})"));
+  EXPECT_EQ(run(*g, "0.3"), std::make_pair(size_t(3), true));
+  EXPECT_EQ(run(*g, "-1234567.80"), std::make_pair(size_t(11), true));
+  EXPECT_EQ(run(*g, "0.35").first, 3u);
+  EXPECT_EQ(run(*g, "0.30001").first, 6u);
+  for (const auto& [schema, message] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"type":"number","minimum":0.11,"maximum":0.19,"multipleOf":0.1})", "at #: no multiple of 0.1 lies"},
+           {R"({"type":"number","multipleOf":0})", "at #/multipleOf: multipleOf must be a positive number"},
+           {R"({"type":"number","multipleOf":-0.5})", "at #/multipleOf: multipleOf must be a positive number"},
+           {R"({"type":"number","multipleOf":1e-13})", "at #/multipleOf: multipleOf has more than 12 decimals"},
+           {R"({"type":"integer","minimum":1,"maximum":4,"multipleOf":2.5})", "no integer multiple of 5 lies"}}) {
+    try {
+      compile_json_schema(json::parse(schema));
+      ADD_FAILURE() << schema << " compiled";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(JsonNumberBounds, Int64EdgesAndNoExponent) {
   const auto g = compile_json_schema(
       json::parse(R"({"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807})"));

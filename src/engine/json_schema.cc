@@ -2,6 +2,7 @@
 #include "engine/json_schema.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 #include <span>
@@ -26,7 +27,7 @@ constexpr std::string_view kKeywords[] = {
     "type",    "properties", "required", "additionalProperties", "items",   "prefixItems",     "minItems",
     "maxItems", "minLength", "maxLength", "enum",                "const",   "anyOf",           "oneOf",
     "allOf",   "$ref",       "minimum",  "maximum",              "exclusiveMinimum", "exclusiveMaximum",
-    "multipleOf", "format",  "pattern"};
+    "multipleOf", "format",  "pattern",  "minProperties",        "maxProperties"};
 constexpr std::string_view kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
 bool one_of(std::string_view k, std::span<const std::string_view> set) {
@@ -195,7 +196,7 @@ class Compiler {
         refuse(pointer, "\"" + k + "\" is not supported (supported: type, properties, required, "
                         "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, "
                         "oneOf, $ref, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf, format, allOf, "
-                        "prefixItems, pattern)");
+                        "prefixItems, pattern, minProperties, maxProperties)");
     if (const Value* r = s.find("$ref")) {
       only_annotations_beside(s, "$ref", pointer);
       return {{}, {ref(*r, child_pointer(pointer, "$ref"))}};
@@ -234,12 +235,17 @@ class Compiler {
     }
     if (s.find("enum") || s.find("const")) return {{enumeration(s, pointer, types)}, {}};
     if (types.empty()) {
-      if (s.find("properties") || s.find("required") || s.find("additionalProperties")) types.push_back("object");
+      if (s.find("properties") || s.find("required") || s.find("additionalProperties") || s.find("minProperties") ||
+          s.find("maxProperties"))
+        types.push_back("object");
       if (s.find("items") || s.find("prefixItems") || s.find("minItems") || s.find("maxItems"))
         types.push_back("array");
       if (s.find("minLength") || s.find("maxLength") || s.find("format") || s.find("pattern"))
         types.push_back("string");
-      if (has_number_bounds(s)) types.push_back(s.find("multipleOf") ? "integer" : "number");
+      if (has_number_bounds(s)) {
+        const Value* step = s.find("multipleOf");
+        types.push_back(step && step->is_integer() ? "integer" : "number");
+      }
       if (types.empty()) return {{}, {any()}};
     }
     // "number" takes every "integer" too: one node, or the first byte could not tell them apart.
@@ -309,9 +315,10 @@ class Compiler {
         if (format == StringFormat::none)
           refuse(at, "format \"" + f->as_string() + "\" is not supported (supported: " +
                          std::string(kStringFormats) + ")");
-        if (s.find("minLength") || s.find("maxLength") || s.find("pattern"))
-          refuse(pointer, "minLength / maxLength / pattern beside format is not supported");
+        if (s.find("pattern")) refuse(pointer, "pattern beside format is not supported");
         n.email = format == StringFormat::email;
+        if (n.email && (s.find("minLength") || s.find("maxLength")))
+          refuse(pointer, "minLength / maxLength beside format \"email\" is not supported");
         if (!n.email) {  // a shared DFA, outside the patterns' state budget below
           if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
           g_->patterns.push_back(format_pattern(format));
@@ -321,8 +328,6 @@ class Compiler {
       if (const Value* re = s.find("pattern")) {
         const std::string at = child_pointer(pointer, "pattern");
         if (!re->is_string()) refuse(at, "pattern must be a string");
-        if (s.find("minLength") || s.find("maxLength"))
-          refuse(pointer, "minLength / maxLength beside pattern is not supported");
         if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
         g_->patterns.push_back(std::make_shared<const StringPattern>(compile_string_pattern(re->as_string(), at)));
         n.pattern = uint16_t(g_->patterns.size() - 1);
@@ -331,6 +336,16 @@ class Compiler {
         if (pattern_states_ > 8 * StringPattern::kMaxStates)
           refuse(at, "the schema's patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
                          " DFA states in all");
+      }
+      if (n.pattern != kNone && (s.find("minLength") || s.find("maxLength"))) {
+        if (n.min > n.max) refuse(pointer, "minLength exceeds maxLength");
+        if (g_->string_lengths.size() >= kNone - 1) refuse("", "too many bounded patterns");
+        g_->string_lengths.push_back(string_lengths(*g_->patterns[n.pattern], n.min, n.max, pointer));
+        n.lengths = uint16_t(g_->string_lengths.size() - 1);
+        // A request's length tables stay within 4 MiB in all, as its patterns' DFAs do within 8 MiB.
+        length_words_ += g_->string_lengths.back().bits.size();
+        if (length_words_ * 64 > 8 * StringLengths::kMaxBits)
+          refuse(pointer, "the schema's patterned strings with minLength / maxLength need over 4 MiB of tables");
       }
     } else if (type == "number" || type == "integer") {
       n.kind = type == "number" ? Kind::number : Kind::integer;
@@ -355,13 +370,21 @@ class Compiler {
     if (extra && !extra->is_bool() && !extra->is_object())
       refuse(extra_at, "additionalProperties must be a boolean or a schema");
     JsonSchema::Node n;
-    if (!props && !required && !(extra && extra->is_bool() && !extra->as_bool())) {
+    // Keys written, listed and other: the frame keeps them in 9 bits.
+    n.min = count_field(s, "minProperties", pointer, 0);
+    n.max = count_field(s, "maxProperties", pointer, JsonSchema::kUnbounded);
+    for (const char* key : {"minProperties", "maxProperties"})
+      if (count_field(s, key, pointer, 0) > 511)
+        refuse(child_pointer(pointer, key), std::string(key) + " above 511 is not supported");
+    if (n.min > n.max) refuse(pointer, "minProperties exceeds maxProperties");
+    const bool closed = extra && extra->is_bool() && !extra->as_bool();
+    if (!props && !required && !closed) {
       n.kind = Kind::map;
       n.child = extra && extra->is_object() ? position(*extra, extra_at) : any();
       return new_node(n);
     }
-    if (extra && !(extra->is_bool() && !extra->as_bool()))
-      refuse(extra_at, "additionalProperties other than false beside properties / required is not supported");
+    // Beside properties an absent additionalProperties means false (documents hold the listed keys only).
+    if (extra && !closed) n.child = extra->is_object() ? position(*extra, extra_at) : any();
     std::vector<std::string> names, quoted;
     std::vector<const Value*> schemas;
     if (props) {
@@ -382,13 +405,17 @@ class Compiler {
       for (const Value& r : required->as_array()) {
         const auto it = r.is_string() ? std::find(names.begin(), names.end(), r.as_string()) : names.end();
         if (it == names.end())
-          refuse(at, "required names " + compact(r) + ", which is not in properties (no other key is allowed)");
+          refuse(at, "required names " + compact(r) + ", which is not in properties (a required key must be listed)");
         n.required |= uint64_t(1) << (it - names.begin());
       }
     }
     n.first_property = uint32_t(g_->properties.size());
     n.num_properties = uint32_t(names.size());
     g_->properties.resize(g_->properties.size() + names.size());
+    if (uint32_t(std::popcount(n.required)) > n.max)
+      refuse(pointer, "maxProperties (" + std::to_string(n.max) + ") is below the count of required properties");
+    if (n.child == kNone && n.min > names.size())
+      refuse(pointer, "minProperties (" + std::to_string(n.min) + ") is above the count of properties allowed");
     n.trie = g_->add_trie(quoted, /*keys=*/true);
     const uint16_t id = new_node(n);
     const std::string props_at = child_pointer(pointer, "properties");
@@ -503,7 +530,7 @@ class Compiler {
       for (size_t i = 0; i < nn.size(); ++i) {
         const auto& n = g_->nodes[i];
         uint16_t v = 0;
-        if (n.kind == Kind::map) v = 1;
+        if (n.kind == Kind::map) v = plus_one(n.min > 0 ? pn[n.child] : 0);
         if (n.kind == Kind::array) {
           uint16_t deepest = 0;  // over the items minItems requires: the tuple's own, then `items`
           for (uint32_t k = 0; k < n.min && k <= n.num_properties; ++k)
@@ -513,8 +540,18 @@ class Compiler {
         }
         if (n.kind == Kind::object) {
           uint16_t deepest = 0;
-          for (uint32_t k = 0; k < n.num_properties; ++k)
-            if ((n.required >> k) & 1) deepest = std::max(deepest, pn[g_->properties[n.first_property + k].value]);
+          std::vector<uint16_t> optional;  // minProperties past the required keys takes the shallowest others
+          for (uint32_t k = 0; k < n.num_properties; ++k) {
+            const uint16_t need = pn[g_->properties[n.first_property + k].value];
+            if ((n.required >> k) & 1) deepest = std::max(deepest, need);
+            else optional.push_back(need);
+          }
+          const uint32_t more = n.min - std::min<uint32_t>(n.min, uint32_t(std::popcount(n.required)));
+          if (more > 0) {
+            if (n.child != kNone) optional.insert(optional.end(), more, pn[n.child]);  // other keys, any number
+            std::sort(optional.begin(), optional.end());
+            deepest = std::max(deepest, more <= optional.size() ? optional[more - 1] : kInfinite);
+          }
           v = plus_one(deepest);
         }
         if (v < nn[i]) nn[i] = v, changed = true;
@@ -533,7 +570,7 @@ class Compiler {
   std::vector<std::pair<std::string, std::vector<uint16_t>>> one_of_;  // each oneOf's pointer and branch positions
   std::map<uint16_t, std::vector<std::string>> literal_texts_;
   uint16_t any_ = kNone;
-  size_t pattern_states_ = 0;
+  size_t pattern_states_ = 0, length_words_ = 0;
 };
 
 }  // namespace
@@ -549,7 +586,9 @@ uint32_t JsonSchema::add_trie(const std::vector<std::string>& words, bool keys) 
       uint32_t next = trie_child(at, uint8_t(c));
       if (next == kUnbounded) {
         next = uint32_t(trie.size());
+        const bool escaped = trie[at].escaped || c == '\\';
         trie.emplace_back();
+        trie.back().escaped = escaped;
         auto& edges = trie[at].edges;
         edges.insert(std::upper_bound(edges.begin(), edges.end(), std::make_pair(uint8_t(c), next)),
                      {uint8_t(c), next});

@@ -4,12 +4,16 @@
 //
 // The subset, and how each keyword is read (anything else is refused, naming the keyword and its JSON pointer):
 //   type            "object", "array", "string", "number", "integer", "boolean", "null", or a list of them.
-//                   Without `type`, `properties` / `required` / `additionalProperties` mean an object, `items` /
-//                   `minItems` / `maxItems` an array, `minLength` / `maxLength` a string; nothing at all: any value.
-//   properties      written in the schema's order; an optional one may be skipped, a required one may not. No other
-//                   key: `additionalProperties` is false whether or not it says so (true or a schema is refused
-//                   beside `properties`). An object with neither `properties` nor `required` is a map: any keys,
-//                   values of `additionalProperties` (any value when absent or true).
+//                   Without `type`, `properties` / `required` / `additionalProperties` / `minProperties` /
+//                   `maxProperties` mean an object, `items` / `minItems` / `maxItems` an array, `minLength` /
+//                   `maxLength` a string; nothing at all: any value.
+//   properties      written in the schema's order; an optional one may be skipped, a required one may not.
+//   additionalProperties  beside properties / required: false when absent or false (no other key); true or a
+//                   schema: other keys may come anywhere between them, each value of that schema (any value for
+//                   true). Such a key is written without escapes and differs from every listed key (a listed key
+//                   is written once, in its place); other keys are not checked against each other. Without
+//                   properties / required the object is a map: any keys, values of additionalProperties.
+//   minProperties, maxProperties  keys written, listed and other (at most 511).
 //   items, minItems, maxItems; minLength, maxLength (characters, as Python's len counts them).
 //   prefixItems     a tuple's first items, each its own schema; later items follow `items` (false: none).
 //   allOf           one schema that constrains the value beside any that do not (true, {}, annotations only), as
@@ -22,15 +26,16 @@
 //                   schemas, "number" and "integer") are refused.
 //   $ref            "#" or a JSON pointer into the document ("#/$defs/X", "#/definitions/X"); recursion is bounded
 //                   by kMaxDepth (32) nesting levels (a required self-reference is refused).
-//   minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, draft 6 on); multipleOf (integers): enforced
-//                   as the digits are written (engine/json_number_bounds.h). A bounded integer stays within int64; a
-//                   bounded number has no exponent, and its bounds at most 12 decimals and magnitude below 1e18.
-//                   A range no value lies in is refused.
+//   minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, draft 6 on); multipleOf (exact decimals: 0.3
+//                   is a multiple of 0.1): enforced as the digits are written (engine/json_number_bounds.h). A
+//                   bounded integer stays within int64; a bounded number has no exponent, and its bounds and step at
+//                   most 12 decimals and magnitude below 1e18. A range no value (or multiple) lies in is refused.
 //   format          on a string: date, time, date-time, uuid, ipv4, email, duration (engine/json_string_format.h
-//                   says exactly which texts), written without escapes; not beside minLength / maxLength. Other
+//                   says exactly which texts), written without escapes; with minLength / maxLength (not for
+//                   email) the length bounds intersect its DFA (engine/json_string_length.h). Other
 //                   names are refused; on other types format means nothing (as JSON Schema has it) and is ignored.
 //   pattern         on a string: a regular expression subset compiled to a DFA (engine/json_string_pattern.h),
-//                   matching anywhere unless anchored; not beside format / minLength / maxLength.
+//                   matching anywhere unless anchored; not beside format; minLength / maxLength intersect it.
 //   Annotations (title, description, default, examples, $comment, $schema, $id, deprecated, readOnly, writeOnly)
 //   are accepted and change nothing. `integer` is written without a fraction or exponent.
 // Keys and enum strings are written as json.dumps(ensure_ascii=False) writes them (no needless escapes), so a
@@ -44,6 +49,7 @@
 
 #include "engine/json_number_bounds.h"
 #include "engine/json_string_format.h"
+#include "engine/json_string_length.h"
 #include "engine/json_string_pattern.h"
 
 namespace attnzoo {
@@ -61,8 +67,8 @@ struct JsonSchema {
   enum class Kind : uint8_t { object, map, array, string, number, integer, literal };
   struct Node {
     Kind kind = Kind::literal;
-    uint16_t child = kNone;             // array: the items' position; map: the values' position
-    uint32_t min = 0, max = kUnbounded;  // array: items; string: characters
+    uint16_t child = kNone;  // array: the items' position; map: the values'; object: other keys' values' (kNone: none)
+    uint32_t min = 0, max = kUnbounded;  // array: items; string: characters; object / map: keys
     uint32_t first_property = 0, num_properties = 0;  // object: into `properties`; array: prefixItems' positions
     uint64_t required = 0;              // object: bit i, properties[first_property + i] is required
     uint32_t trie = 0;                  // object: its quoted keys' trie; literal: its values' trie
@@ -72,6 +78,7 @@ struct JsonSchema {
     uint16_t bounds = kNone;  // number / integer: into number_bounds
     bool email = false;        // string: format email (engine/json_string_format.h; the other formats are patterns)
     uint16_t pattern = kNone;  // string: into patterns (a `pattern`, or a format's shared DFA)
+    uint16_t lengths = kNone;  // a patterned string with minLength / maxLength: into string_lengths
   };
   struct Property {
     uint16_t value;  // its value's position
@@ -87,6 +94,7 @@ struct JsonSchema {
     std::vector<std::pair<uint8_t, uint32_t>> edges;  // sorted by byte
     int32_t terminal = -1;
     uint64_t mask = 0;
+    bool escaped = false;  // a backslash on the path: a key leaving the trie here would hold an escape
   };
 
   std::vector<Node> nodes;
@@ -96,6 +104,7 @@ struct JsonSchema {
   std::vector<uint16_t> variants;
   std::vector<NumberBounds> number_bounds;
   std::vector<std::shared_ptr<const StringPattern>> patterns;
+  std::vector<StringLengths> string_lengths;
   std::vector<uint16_t> node_need, position_need;  // nesting levels a value needs at least (containers count one)
   uint16_t root = 0;                                // the document's position
 

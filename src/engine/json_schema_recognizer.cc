@@ -1,5 +1,7 @@
 #include "engine/json_schema_recognizer.h"
 
+#include <bit>
+
 #include "engine/json_lexeme.h"
 
 namespace attnzoo {
@@ -49,8 +51,12 @@ bool JsonSchemaRecognizer::can_end() const {
   return mode_ == Mode::literal && schema_->trie[lit_].terminal >= 0;
 }
 
+bool JsonSchemaRecognizer::free_key_text() const {
+  return aux_ == 0 && other_key_from(frames_[depth_ - 1]) && (lit_ == kOffTrie || !schema_->trie[lit_].escaped);
+}
+
 size_t JsonSchemaRecognizer::string_room() const {
-  const uint32_t max = key_ ? JsonSchema::kUnbounded : node(want_).max;
+  const uint32_t max = key_ || mode_ == Mode::key_literal ? JsonSchema::kUnbounded : node(want_).max;
   return max == JsonSchema::kUnbounded ? SIZE_MAX : size_t(max - len_);
 }
 
@@ -60,16 +66,41 @@ bool JsonSchemaRecognizer::whitespace() {
   return true;
 }
 
+namespace {
+// The required properties at index `from` and after.
+int required_from(const JsonSchema::Node& n, uint32_t from) {
+  return from >= 64 ? 0 : std::popcount(n.required >> from);
+}
+}  // namespace
+
 uint64_t JsonSchemaRecognizer::keys_from(const Frame& f) const {
   // Properties come in the schema's order: any after the last one written, up to and including the first required
-  // one (which may not be skipped), whose value still fits in the depth left.
+  // one (which may not be skipped), whose value still fits in the depth left; within maxProperties with the
+  // required ones after it, and (minProperties) leaving enough keys to write after it.
   const auto& n = node(f.node);
+  const uint32_t written = keys_written(f);
+  const bool others = n.child != JsonSchema::kNone && fits(n.child);  // unlisted keys can make up minProperties
   uint64_t out = 0;
-  for (uint32_t i = f.count; i < n.num_properties; ++i) {
-    if (fits(schema_->properties[n.first_property + i].value)) out |= uint64_t(1) << i;
+  for (uint32_t i = next_index(f); i < n.num_properties; ++i) {
+    bool ok = fits(schema_->properties[n.first_property + i].value) &&
+              (n.max == JsonSchema::kUnbounded || written + 1 + uint32_t(required_from(n, i + 1)) <= n.max);
+    if (ok && !others && written + 1 < n.min) {
+      uint32_t after = 0;
+      for (uint32_t j = i + 1; j < n.num_properties; ++j)
+        after += fits(schema_->properties[n.first_property + j].value);
+      ok = written + 1 + after >= n.min;
+    }
+    if (ok) out |= uint64_t(1) << i;
     if ((n.required >> i) & 1) break;
   }
   return out;
+}
+
+bool JsonSchemaRecognizer::other_key_from(const Frame& f) const {
+  const auto& n = node(f.node);
+  return n.child != JsonSchema::kNone && fits(n.child) &&
+         (n.max == JsonSchema::kUnbounded ||
+          keys_written(f) + 1 + uint32_t(required_from(n, next_index(f))) <= n.max);
 }
 
 bool JsonSchemaRecognizer::end_value() {
@@ -122,29 +153,64 @@ bool JsonSchemaRecognizer::begin_key(uint8_t b) {
   const Frame& f = frames_[depth_ - 1];
   const auto& n = node(f.node);
   if (n.kind == Kind::map) {
+    if (keys_written(f) >= n.max) return false;
     key_ = true, len_ = 0;
     mode_ = Mode::string;
     return true;
   }
   keys_ = keys_from(f);
-  if (!keys_) return false;
+  if (!keys_ && !other_key_from(f)) return false;
   lit_ = n.trie;
   mode_ = Mode::key_literal;
-  return key_byte(b);
+  aux_ = 0;
+  if (!other_key_from(f)) return key_byte(b);
+  lit_ = schema_->trie_child(n.trie, b);  // the opening quote (kOffTrie where no key is listed)
+  return true;
 }
 
 bool JsonSchemaRecognizer::key_byte(uint8_t b) {
-  const uint32_t child = schema_->trie_child(lit_, b);
-  if (child == JsonSchema::kUnbounded || !(schema_->trie[child].mask & keys_)) return false;
-  lit_ = child;
+  Frame& f = frames_[depth_ - 1];
+  const bool others = other_key_from(f);
+  const uint32_t child = lit_ == kOffTrie ? kOffTrie : schema_->trie_child(lit_, b);
+  if (child == kOffTrie || (!others && !(schema_->trie[child].mask & keys_))) {
+    if (!others || (lit_ != kOffTrie && schema_->trie[lit_].escaped)) return false;
+    lit_ = kOffTrie;
+    return other_key_byte(b);
+  }
   const int32_t k = schema_->trie[child].terminal;
   if (k >= 0) {
-    // The key's closing quote: the object may write only later properties from here on.
-    Frame& f = frames_[depth_ - 1];
-    f.count = uint16_t(k + 1);
+    // A listed key's closing quote: once only, in its place; the object may write only later ones from here on.
+    if (!((keys_ >> k) & 1)) return false;
+    wrote_key(f, uint32_t(k + 1));
     want_ = schema_->properties[node(f.node).first_property + uint32_t(k)].value;
     mode_ = Mode::colon;
+    return true;
   }
+  // Still a listed key's prefix; where another key may leave the trie here, its characters must stay whole.
+  if (others && !other_key_byte(b)) return false;
+  lit_ = child;
+  return true;
+}
+
+bool JsonSchemaRecognizer::other_key_byte(uint8_t b) {
+  if (aux_ > 0) {
+    if (b < lo_ || b > hi_) return false;
+    lo_ = 0x80, hi_ = 0xBF, --aux_;
+    return true;
+  }
+  if (b == '"') {
+    if (lit_ != kOffTrie) return true;  // on the trie a quote is a listed key's (handled by key_byte)
+    Frame& f = frames_[depth_ - 1];
+    wrote_key(f, next_index(f));
+    want_ = node(f.node).child;
+    mode_ = Mode::colon;
+    return true;
+  }
+  if (b == '\\' || b < 0x20) return lit_ != kOffTrie && b == '\\';  // escapes: a listed key's only
+  if (b < 0x80) return true;
+  const Utf8Lead lead = utf8_lead(b);
+  if (!lead.continuation) return false;
+  aux_ = lead.continuation, lo_ = lead.lo, hi_ = lead.hi;
   return true;
 }
 
@@ -175,7 +241,9 @@ bool JsonSchemaRecognizer::string_byte(uint8_t b) {
   if (b == '"') {
     if (key_) {
       key_ = false;
-      want_ = node(frames_[depth_ - 1].node).child;
+      Frame& f = frames_[depth_ - 1];
+      wrote_key(f, 0);
+      want_ = node(f.node).child;
       mode_ = Mode::colon;
       return true;
     }
@@ -212,7 +280,8 @@ bool JsonSchemaRecognizer::comma() {
     mode_ = Mode::value;
     return true;
   }
-  if (n.kind == Kind::object && !keys_from(f)) return false;  // no property left to write
+  if (n.kind == Kind::object && !keys_from(f) && !other_key_from(f)) return false;  // no key left to write
+  if (n.kind == Kind::map && keys_written(f) >= n.max) return false;
   mode_ = Mode::key;
   return true;
 }
@@ -224,7 +293,8 @@ bool JsonSchemaRecognizer::close(uint8_t b) {
     if (n.kind != Kind::array || f.count < n.min) return false;
   } else {
     if (n.kind == Kind::array) return false;
-    if (n.kind == Kind::object && f.count < 64 && (n.required >> f.count) != 0) return false;  // required left
+    if (n.kind == Kind::object && required_from(n, next_index(f)) != 0) return false;  // required left
+    if (keys_written(f) < n.min) return false;
   }
   --depth_;
   return end_value();
@@ -262,12 +332,16 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
       case Mode::string: ok = string_byte(b); break;
       case Mode::pattern: {
         const StringPattern& p = *schema_->patterns[node(want_).pattern];
+        const uint16_t lengths = node(want_).lengths;
         if (b == '"') {
-          ok = p.accepting[state_] && end_value();
+          ok = p.accepting[state_] && (lengths == JsonSchema::kNone || len_ >= node(want_).min) && end_value();
         } else {
           const uint16_t next = p.next[state_][b];
-          ok = next != StringPattern::kDead;
-          if (ok) state_ = next;
+          // Characters as code points: every byte but a UTF-8 continuation begins one.
+          const uint32_t len = len_ + (b < 0x80 || b >= 0xC0);
+          ok = next != StringPattern::kDead &&
+               (lengths == JsonSchema::kNone || schema_->string_lengths[lengths].viable(next, len));
+          if (ok) state_ = next, len_ = len;
         }
         break;
       }

@@ -1,8 +1,10 @@
 #pragma once
 // A byte-at-a-time recognizer of one JSON document that validates against a compiled schema (engine/json_schema.h):
 // JsonRecognizer's pushdown automaton, with each open object / array a 4-byte frame naming its schema node (and the
-// next property it may write, or its item count), so the whole state is a fixed 168 bytes that structured outputs
-// copies per vocabulary trie edge (engine/json_constraint.h).
+// next property it may write and the keys written, or its item count), so the whole state is a fixed 168 bytes that
+// structured outputs copies per vocabulary trie edge (engine/json_constraint.h). A key an object does not list
+// (additionalProperties beside properties) follows the listed keys' trie while it can, then goes on as a free key
+// without escapes; it may not end as a listed key, so each listed key is written once, in its place.
 //
 // push(b) accepts b iff the bytes so far, b included, are still a prefix of some document that validates, within
 // the bounds: kMaxDepth objects / arrays open at once (a property or item whose schema cannot be completed within
@@ -10,6 +12,7 @@
 // whitespace bytes in a row outside strings, and nothing after the top-level value (no trailing whitespace).
 // Strings are checked as JsonRecognizer checks them; in a string with a maxLength, \u escapes of UTF-16 surrogates
 // are refused (characters are counted as Python counts them, and a surrogate pair would be one).
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -46,7 +49,9 @@ class JsonSchemaRecognizer {
   // Between characters of a string (no escape or multi-byte character under way), as JsonRecognizer's: there a
   // token of whole characters with no quote, backslash or control byte is accepted iff it has at most
   // string_room() characters (SIZE_MAX: no maxLength), which TokenTrie uses instead of walking those tokens.
-  bool in_string_text() const { return mode_ == Mode::string; }
+  // An unlisted key (additionalProperties beside properties) counts too where any such token goes on with it: off
+  // the listed keys' trie, or on it where leaving it is allowed (no escape so far), between characters.
+  bool in_string_text() const { return mode_ == Mode::string || (mode_ == Mode::key_literal && free_key_text()); }
   size_t string_room() const;
 
  private:
@@ -54,7 +59,8 @@ class JsonSchemaRecognizer {
     value,        // a value of position want_
     object_open,  // after '{': a key or '}'
     key,          // after ',' in an object
-    key_literal,  // inside a property's quoted key: trie node lit_, properties keys_ still possible
+    key_literal,  // inside a property's quoted key: trie node lit_ (kOffTrie: another key), properties keys_ still
+                  // possible; a character's continuation bytes: aux_ more, the next in [lo_, hi_]
     colon,        // after a key; the value's position is want_
     after_value,  // ',' or the innermost container's closer
     array_open,   // after '[': an item or ']'
@@ -77,8 +83,16 @@ class JsonSchemaRecognizer {
   };
   struct Frame {
     uint16_t node;
-    uint16_t count;  // object: the index of the first property it may still write; array: items begun
+    // array: items begun; object: the index of the first property it may still write (low 7 bits) and the keys
+    // written (9 bits above, saturating); map: the keys written (the same 9 bits).
+    uint16_t count;
   };
+  static constexpr uint32_t kOffTrie = JsonSchema::kUnbounded;
+  static uint32_t next_index(const Frame& f) { return f.count & 0x7F; }
+  static uint32_t keys_written(const Frame& f) { return f.count >> 7; }
+  static void wrote_key(Frame& f, uint32_t next) {
+    f.count = uint16_t(next | std::min<uint32_t>(keys_written(f) + 1, 511) << 7);
+  }
 
   const JsonSchema::Node& node(uint16_t id) const { return schema_->nodes[id]; }
   bool fits(uint16_t position) const { return depth_ + schema_->position_need[position] <= kMaxDepth; }
@@ -98,6 +112,9 @@ class JsonSchemaRecognizer {
   bool bounded_number_byte(uint8_t byte, Mode m);
   bool number_holds() const;  // the number so far, ended here, meets its bounds (true when it has none)
   uint64_t keys_from(const Frame& f) const;  // the properties the object may write next
+  bool other_key_from(const Frame& f) const;  // the object may write a key it does not list next
+  bool other_key_byte(uint8_t byte);         // a byte of such a key (off the listed keys' trie)
+  bool free_key_text() const;
 
   const JsonSchema* schema_;
   std::array<Frame, kMaxDepth> frames_;

@@ -160,12 +160,16 @@ TEST(JsonSchema, KeywordsOutsideTheSubsetAreRefusedByNameAndPointer) {
   expect_refused(R"j({"properties": {"a/b": {"type": "string", "pattern": "(?=x)"}}})j", "lookarounds",
                  "#/properties/a~1b/pattern");
   expect_refused(R"({"type": "string", "format": "hostname"})", "\"hostname\"", "#/format");
-  expect_refused(R"({"type": "number", "multipleOf": 0.5})", "multipleOf", "#/multipleOf");
+  expect_refused(R"({"type": "number", "multipleOf": "0.5"})", "multipleOf must be a positive number", "#/multipleOf");
   expect_refused(R"({"properties": {"n": {"type": "integer", "minimum": 5, "maximum": 4}}})", "no integer lies",
                  "#/properties/n");
   expect_refused(R"({"type": "array", "items": [{}]})", "tuples", "#/items");
-  expect_refused(R"({"properties": {"a": {}}, "additionalProperties": true})", "additionalProperties",
-                 "#/additionalProperties");
+  expect_refused(R"({"properties": {"a": {}}, "patternProperties": {"^x": {}}})", "\"patternProperties\"", "#");
+  expect_refused(R"({"properties": {"e": {"type": "string", "format": "email", "maxLength": 40}}})",
+                 "minLength / maxLength beside format \"email\"", "#/properties/e");
+  expect_refused(R"({"properties": {"a": {}}, "required": ["a"], "maxProperties": 0})", "maxProperties (0)", "#");
+  expect_refused(R"({"properties": {"a": {}}, "minProperties": 2})", "minProperties (2)", "#");
+  expect_refused(R"({"type": "object", "maxProperties": 600})", "above 511", "#/maxProperties");
   expect_refused(R"({"anyOf": [{"type": "integer"}, {"type": "number"}]})", "begin with", "#");
   expect_refused(R"({"anyOf": [{"type": "object"}, {"properties": {"a": {}}}]})", "begin with '{'", "#");
   expect_refused(R"({"enum": ["a"], "minLength": 1})", "\"minLength\" beside \"enum\"", "#");
@@ -228,6 +232,10 @@ TEST(JsonSchema, TrieWalkAllowsExactlyTheTokensTheRecognizerAccepts) {
   const auto person = compile(kPerson);
   const auto free_strings = compile(R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 2},
       "m": {"type": "object"}, "b": {"type": "string", "maxLength": 12}}})");
+  // Unlisted keys among listed ones (leaving the key trie mid-character too), and a pattern with a length bound.
+  const auto extra = compile(R"({"properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+      "required": ["age"], "maxProperties": 5,
+      "additionalProperties": {"type": "string", "pattern": "^([a-z]|\u00e9)+$", "maxLength": 4}})");
   struct Case {
     const JsonSchema* schema;
     std::string doc;
@@ -237,6 +245,8 @@ TEST(JsonSchema, TrieWalkAllowsExactlyTheTokensTheRecognizerAccepts) {
        R"({"name": "\u00e9)" "\xc3\xa9" R"(", "age": -12, "tags": ["a", {"k":[1,true]}], "pet": {"kind":"cat"}})"},
       {free_strings.get(),
        R"({"s": "abc\n)" "\xc3\xa9" R"( d", "m": {"na\"me": [1.5, "x"], "": {}}, "b": "abcdefghi\n"})"},
+      {extra.get(),
+       R"({"nam": "ab", "name": "x", "pet":"c)" "\xc3\xa9" R"(t", "age": -12, "n)" "\xc3\xa9" R"(": "abcd"})"},
   };
   int plain_states = 0, bounded_walks = 0;
   for (const Case& c : cases) {

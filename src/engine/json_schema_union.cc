@@ -73,7 +73,8 @@ std::shared_ptr<const JsonSchema> tagged_union(const std::vector<std::shared_ptr
     tags.push_back(only_text(g, g.nodes[tag_position.branches[0]].trie, b));
     // Appended whole, every index shifted by what came before it.
     const size_t nodes = u->nodes.size(), positions = u->positions.size(), properties = u->properties.size(),
-                 trie = u->trie.size(), bounds = u->number_bounds.size(), patterns = u->patterns.size();
+                 trie = u->trie.size(), bounds = u->number_bounds.size(), patterns = u->patterns.size(),
+                 lengths = u->string_lengths.size();
     if (nodes + g.nodes.size() + 2 >= kNone || positions + g.positions.size() + 2 >= kNone)
       throw ArgumentError("tagged union: too many schemas");
     for (JsonSchema::Node n : g.nodes) {
@@ -82,12 +83,15 @@ std::shared_ptr<const JsonSchema> tagged_union(const std::vector<std::shared_ptr
       n.trie += uint32_t(trie);
       if (n.bounds != kNone) n.bounds = uint16_t(n.bounds + bounds);
       if (n.pattern != kNone) n.pattern = uint16_t(n.pattern + patterns);
+      if (n.lengths != kNone) n.lengths = uint16_t(n.lengths + lengths);
       u->nodes.push_back(n);
     }
     if (bounds + g.number_bounds.size() >= kNone) throw ArgumentError("tagged union: too many bounded numbers");
     u->number_bounds.insert(u->number_bounds.end(), g.number_bounds.begin(), g.number_bounds.end());
     if (patterns + g.patterns.size() >= kNone) throw ArgumentError("tagged union: too many patterns");
     u->patterns.insert(u->patterns.end(), g.patterns.begin(), g.patterns.end());
+    if (lengths + g.string_lengths.size() >= kNone) throw ArgumentError("tagged union: too many bounded patterns");
+    u->string_lengths.insert(u->string_lengths.end(), g.string_lengths.begin(), g.string_lengths.end());
     for (JsonSchema::Position p : g.positions) {
       for (uint16_t& id : p.by_byte)
         if (id != kNone) id = uint16_t(id + nodes);

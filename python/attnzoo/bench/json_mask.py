@@ -42,10 +42,20 @@ TYPED_SCHEMA = {"type": "object", "properties": {
 TYPED_DOC = {"id": "123e4567-e89b-12d3-a456-426614174000", "at": "2024-02-29T23:59:01.25Z", "host": "10.0.0.255",
              "sku": "FOX-2024", "count": 731, "score": 99.125, "pair": [3, "fox"]}
 
+# What pydantic writes for extra="allow" with typed extras, a constr with a pattern and lengths, and a decimal
+# multiple_of: unlisted keys are walked byte by byte (no string-plain shortcut: each is checked against the listed
+# keys), and so is the patterned string (its lengths intersect the DFA).
+OPEN_SCHEMA = {"type": "object", "properties": {
+    "name": {"type": "string", "pattern": "^[A-Za-z ]+$", "minLength": 3, "maxLength": 24},
+    "price": {"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 1000}},
+    "required": ["name"], "additionalProperties": {"type": "integer"}, "maxProperties": 6}
+OPEN_DOC = {"name": "Quick brown fox", "price": 12.5, "legs": 4, "weight_kg": 21, "\u00e9t\u00e9": 2024}
+
 CASES = (
     ("json_object", "", json.dumps(DOC)),
     ("json_schema", json.dumps(SCHEMA), json.dumps(DOC)),
     ("json_schema_typed", json.dumps(TYPED_SCHEMA), json.dumps(TYPED_DOC)),
+    ("json_schema_open", json.dumps(OPEN_SCHEMA), json.dumps(OPEN_DOC, ensure_ascii=False)),
 )
 
 
