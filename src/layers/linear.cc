@@ -258,8 +258,8 @@ void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float
   }
   if (!fused) {
     // Block weights that all take the integer rows share one quantization of x and one dispatch (q / k / v, gate
-    // / up at decode sizes): the products are forward()'s.
-    bool shared_int8 = T >= 1 && T <= kGemvMaxTokens && outs.size() >= 2;
+    // / up, at decode sizes and on the prompt rows): the products are forward()'s.
+    bool shared_int8 = T >= 1 && outs.size() >= 2;
     for (const auto& [l, y] : outs) {
       const Route route = route_of(l->w_, T, reduced_products(l->reduced_weights_));
       shared_int8 = shared_int8 && l->is_quantized() && reduced_products(l->reduced_weights_) &&

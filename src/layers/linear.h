@@ -166,8 +166,9 @@ class Linear {
   const std::string& name() const;  // as given at construction (the module's name)
   // Up to kMaxShared projections of the same x [T, in] (q / k / v, gate / up), each y contiguous: the same
   // results as forward() one by one; at decode sizes (f32 activations) the rows of all of them are split over
-  // the pool in one dispatch instead of one each, and where all take the bf16 GEMM (a prefill) x is rounded to
-  // bf16 pairs once for all of them.
+  // the pool in one dispatch instead of one each; where all take the bf16 GEMM (a prefill) x is rounded to
+  // bf16 pairs once for all of them, and where all take the integer rows (8-bit activations, any T) x is
+  // quantized once and all of them run in one dispatch.
   static constexpr int kMaxShared = 4;
   static void forward_shared(std::initializer_list<std::pair<const Linear*, float*>> outs, const float* x, int64_t T);
 

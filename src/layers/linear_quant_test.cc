@@ -9,6 +9,7 @@
 #include "layers/embedding.h"
 #include "layers/linear.h"
 #include "layers/matmul_precision.h"
+#include "layers/mlp.h"
 #include "layers/moe.h"
 #include "kernels/quant/quant.h"
 #include "testing/random_blocks.h"
@@ -266,6 +267,92 @@ TEST(LinearQuant, ForwardSharedOfDenseWeightsFollowsTheMatmulPrecision) {
       Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}}, x.view.ptr<float>(), T);
       for (int i = 0; i < 2; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i << " T=" << T;
     }
+}
+
+// Prompts (T > 8) on the integer rows: q / k / v over one x quantize it once and run in one dispatch (plus the
+// quantization's own past 16 rows), on every format the VNNI rows handle, regrouped rows (48, 64) beside GGUF
+// ones (33), a bias, K off a multiple of 256 (and of 64) where the blocks allow, on every target; each y is
+// forward()'s, which quantizes x itself, to the bit. Projections whose integer rows differ (Q5_0 beside Q4_0
+// where the VNNI rows run, IQ4 regrouped beside IQ4 GGUF rows on AVX2) go one by one.
+TEST(LinearQuant, ForwardSharedQuantizesAPromptOnceOnTheIntegerRows) {
+  struct PromptInt8On {
+    PromptInt8Rows saved = linear_prompt_int8_rows();
+    PromptInt8On() { set_linear_prompt_int8_rows(PromptInt8Rows::on); }
+    ~PromptInt8On() { set_linear_prompt_int8_rows(saved); }
+  } on;
+  ScopedMatmulPrecision scope(MatmulPrecision::automatic);
+  const int threads = ThreadPool::global().num_threads();
+  ThreadPool::set_global_threads(2);  // a pool with workers counts its dispatches
+  const TensorView none;
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_1, QuantType::Q8_0, QuantType::IQ4_NL, QuantType::Q4_K,
+                      QuantType::Q5_K, QuantType::Q6_K, QuantType::IQ4_XS}) {
+    const int64_t K = quant_type_info(uint32_t(t))->block_elems == 32 ? 160 : 768;
+    const int64_t rows[3] = {64, 33, 48};
+    std::vector<uint8_t> raw[3];
+    for (int i = 0; i < 3; ++i) raw[i] = testing::random_quant_rows(t, rows[i], K, 80 + 3 * uint64_t(t) + uint64_t(i));
+    HostTensor b(DType::f32, {rows[0]}, 81);
+    const Linear ls[3] = {Linear::from_quantized(raw[0].data(), raw[0].size(), t, rows[0], K, b.view, "q"),
+                          Linear::from_quantized(raw[1].data(), raw[1].size(), t, rows[1], K, none, "k"),
+                          Linear::from_quantized(raw[2].data(), raw[2].size(), t, rows[2], K, none, "v")};
+    testing::for_each_target([&](Target target) {
+      for (int64_t T : {9, 16, 100, 513}) {
+        const std::string at = std::string(quant_type_name(t)) + " " + target_name(target) + " T=" + std::to_string(T);
+        HostTensor x(DType::f32, {T, K}, 90 + uint64_t(T));
+        std::vector<float> want[3], got[3];
+        const uint64_t alone = quant_gemv_quantizations();
+        forward_one_by_one(ls, 3, x.view.ptr<float>(), T, want, got);
+        EXPECT_EQ(quant_gemv_quantizations() - alone, 3u) << at << ": forward() took another route";
+        const uint64_t quantized = quant_gemv_quantizations(), dispatched = ThreadPool::dispatch_count();
+        Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}, {&ls[2], got[2].data()}},
+                               x.view.ptr<float>(), T);
+        // IQ4 rows regrouped take the AVX2 rows where VNNI does not run, GGUF ones the portable rows: one by one.
+        const bool iq4 = t == QuantType::IQ4_NL || t == QuantType::IQ4_XS;
+        const uint64_t calls = iq4 && !vnni_int8_enabled() && target != Target::scalar ? 3 : 1;
+        EXPECT_EQ(quant_gemv_quantizations() - quantized, calls) << at;
+        if (calls == 1) EXPECT_EQ(ThreadPool::dispatch_count() - dispatched, T > 16 ? 2u : 1u) << at;
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i], want[i]) << at << " projection " << i;
+      }
+    });
+  }
+  // Q5_0 has no VNNI rows: beside Q4_0 it takes the AVX2 or portable ones there, and each quantizes x itself.
+  const int64_t K = 256, T = 40;
+  const std::vector<uint8_t> q40 = testing::random_quant_rows(QuantType::Q4_0, 32, K, 95);
+  const std::vector<uint8_t> q50 = testing::random_quant_rows(QuantType::Q5_0, 16, K, 96);
+  const Linear pair[2] = {Linear::from_quantized(q40.data(), q40.size(), QuantType::Q4_0, 32, K, none, "gate"),
+                          Linear::from_quantized(q50.data(), q50.size(), QuantType::Q5_0, 16, K, none, "up")};
+  HostTensor x(DType::f32, {T, K}, 97);
+  std::vector<float> want[2], got[2];
+  forward_one_by_one(pair, 2, x.view.ptr<float>(), T, want, got);
+  const uint64_t before = quant_gemv_quantizations();
+  Linear::forward_shared({{&pair[0], got[0].data()}, {&pair[1], got[1].data()}}, x.view.ptr<float>(), T);
+  EXPECT_EQ(quant_gemv_quantizations() - before, vnni_int8_enabled() ? 2u : 1u);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i;
+  ThreadPool::set_global_threads(threads);
+}
+
+// A gated MLP over block weights quantizes a prompt's x once for gate and up, and the hidden state once for down:
+// two quantizations per call where each projection quantizing its own input made three.
+TEST(LinearQuant, GatedMlpQuantizesEachInputOfAPromptOnce) {
+  struct PromptInt8On {
+    PromptInt8Rows saved = linear_prompt_int8_rows();
+    PromptInt8On() { set_linear_prompt_int8_rows(PromptInt8Rows::on); }
+    ~PromptInt8On() { set_linear_prompt_int8_rows(saved); }
+  } on;
+  ScopedMatmulPrecision scope(MatmulPrecision::automatic);
+  const int64_t H = 128, I = 192, T = 37;
+  const TensorView none;
+  const std::vector<uint8_t> g = testing::random_quant_rows(QuantType::Q4_1, I, H, 101);
+  const std::vector<uint8_t> u = testing::random_quant_rows(QuantType::Q4_1, I, H, 102);
+  const std::vector<uint8_t> d = testing::random_quant_rows(QuantType::Q4_1, H, I, 103);
+  const GatedMlp mlp(Linear::from_quantized(g.data(), g.size(), QuantType::Q4_1, I, H, none, "gate"),
+                     Linear::from_quantized(u.data(), u.size(), QuantType::Q4_1, I, H, none, "up"),
+                     Linear::from_quantized(d.data(), d.size(), QuantType::Q4_1, H, I, none, "down"), Activation::silu,
+                     "mlp");
+  HostTensor x(DType::f32, {T, H}, 104);
+  std::vector<float> y(size_t(T * H));
+  const uint64_t before = quant_gemv_quantizations();
+  mlp.forward(x.view.ptr<float>(), T, y.data());
+  EXPECT_EQ(quant_gemv_quantizations() - before, 2u);
 }
 
 }  // namespace

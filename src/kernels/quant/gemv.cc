@@ -1,6 +1,7 @@
 // quant_gemv: the decode projection over block-quantized weights, rows split over the thread pool.
 #include <algorithm>
 #include <atomic>
+#include <span>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -169,6 +170,44 @@ void run_int_rows(IntRows kind, const QuantGemvTask& g) {
     quant_gemv_rows_int8(g);
 }
 
+// Many rows (a prefill chunk, a large batch of decodes) of every output over one quantized x, in one dispatch:
+// tasks of a panel of weight rows (~16 KiB, kept in L1) times a run of tokens, each run taken kMaxTokens at a
+// time by the same row kernels. Every token's result is the one a call with that token alone gives (the kernels
+// compute each token on its own), and each output element is written by one task whatever the others are, so
+// one output or several give the same bits.
+void run_prompt_rows(std::span<const QuantGemvOutput> outs, const QuantActivations& act, IntRows kind,
+                     const float* x, int64_t T) {
+  constexpr int64_t kRun = 64;
+  const int64_t K = outs[0].w->cols, runs = (T + kRun - 1) / kRun;
+  const size_t ld8 = size_t(K + 63) / 64 * 64;
+  thread_local std::vector<int64_t> panel, task0;
+  panel.resize(outs.size());
+  task0.assign(outs.size() + 1, 0);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const QuantMatrix& w = *outs[i].w;
+    panel[i] = std::max<int64_t>(1, std::min<int64_t>(16384 / std::max<int64_t>(w.row_bytes, 1), 64));
+    if (w.row_group) panel[i] = (panel[i] + w.row_group - 1) / w.row_group * w.row_group;
+    task0[i + 1] = task0[i] + (w.rows + panel[i] - 1) / panel[i] * runs;
+  }
+  const int64_t* p = panel.data();
+  const int64_t* t0s = task0.data();
+  ThreadPool::global().parallel_for(t0s[outs.size()], [&](int64_t task, int) {
+    size_t i = 0;
+    while (task >= t0s[i + 1]) ++i;
+    const QuantGemvOutput& o = outs[i];
+    const int64_t local = task - t0s[i], n0 = (local / runs) * p[i], r0 = (local % runs) * kRun;
+    QuantGemvTask g{*o.w, x, nullptr, act, 0, size_t(n0), size_t(std::min(o.w->rows, n0 + p[i])), o.bias, o.y,
+                    size_t(o.ldy)};
+    for (int64_t t0 = r0; t0 < std::min(T, r0 + kRun); t0 += kMaxTokens) {
+      g.T = size_t(std::min(kMaxTokens, T - t0));
+      g.act = from_row(act, size_t(t0), size_t(K), ld8);
+      g.x = x + t0 * K;
+      g.y = o.y + t0 * o.ldy;
+      run_int_rows(kind, g);
+    }
+  });
+}
+
 }  // namespace
 
 void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy) {
@@ -178,37 +217,20 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   const int64_t K = w.cols;
   // Both lane rows read the packed blocks against 8-bit activation rows padded to 64 with per-lane sums.
   const IntRows kind = int_rows_of(w);
-  const size_t ld8 = size_t(K + 63) / 64 * 64;
   thread_local ActivationBuffers buffers;
   const QuantActivations act = quantize_rows(x, T, K, kind, buffers);
-  const QuantGemvTask base{w, x, nullptr, act, size_t(std::min(T, kMaxTokens)), 0, 0, bias, y, size_t(ldy)};
-  if (T <= kMaxTokens) return run_rows(w, base, [kind](const QuantGemvTask& g) { run_int_rows(kind, g); });
-  // Many rows (a prefill chunk, a large batch of decodes): tasks of a panel of weight rows (~16 KiB, kept in L1)
-  // times a run of tokens, each run taken kMaxTokens at a time by the same row kernels. Every token's result is
-  // the one a call with that token alone gives: the kernels compute each token on its own.
-  int64_t panel = std::max<int64_t>(1, std::min<int64_t>(16384 / std::max<int64_t>(w.row_bytes, 1), 64));
-  if (w.row_group) panel = (panel + w.row_group - 1) / w.row_group * w.row_group;
-  const int64_t run = 64;
-  const int64_t panels = (w.rows + panel - 1) / panel, runs = (T + run - 1) / run;
-  ThreadPool::global().parallel_for(panels * runs, [&](int64_t task, int) {
-    const int64_t n0 = (task / runs) * panel, r0 = (task % runs) * run;
-    QuantGemvTask g = base;
-    g.n0 = size_t(n0);
-    g.n1 = size_t(std::min(w.rows, n0 + panel));
-    for (int64_t t0 = r0; t0 < std::min(T, r0 + run); t0 += kMaxTokens) {
-      g.T = size_t(std::min(kMaxTokens, T - t0));
-      g.act = from_row(act, size_t(t0), size_t(K), ld8);
-      g.x = x + t0 * K;
-      g.y = y + t0 * ldy;
-      run_int_rows(kind, g);
-    }
-  });
+  if (T > kMaxTokens) {
+    const QuantGemvOutput out{&w, bias, y, ldy};
+    return run_prompt_rows({&out, 1}, act, kind, x, T);
+  }
+  const QuantGemvTask base{w, x, nullptr, act, size_t(T), 0, 0, bias, y, size_t(ldy)};
+  run_rows(w, base, [kind](const QuantGemvTask& g) { run_int_rows(kind, g); });
 }
 
 void quant_gemv_shared(std::span<const QuantGemvOutput> outs, const float* x, int64_t T) {
   if (outs.empty() || T <= 0) return;
   const QuantMatrix& first = *outs[0].w;
-  bool shared = outs.size() > 1 && T <= kMaxTokens;
+  bool shared = outs.size() > 1;
   for (const QuantGemvOutput& o : outs)
     shared = shared && quant_gemv_has_int8(o.w->type) && o.w->cols == first.cols &&
              int_rows_of(*o.w) == int_rows_of(first);
@@ -220,6 +242,7 @@ void quant_gemv_shared(std::span<const QuantGemvOutput> outs, const float* x, in
   const IntRows kind = int_rows_of(first);
   thread_local ActivationBuffers buffers;
   const QuantActivations act = quantize_rows(x, T, first.cols, kind, buffers);
+  if (T > kMaxTokens) return run_prompt_rows(outs, act, kind, x, T);
   // Task ranges of each matrix as quant_gemv splits it alone, numbered one after the other.
   thread_local std::vector<int64_t> rows, task0;
   rows.resize(outs.size());

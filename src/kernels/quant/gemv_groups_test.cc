@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "core/avx_vnni.h"
@@ -282,6 +284,65 @@ TEST(QuantGroups, AvxVnniRowsRunWhereTheCpuHasIt) {
   EXPECT_EQ(quant_gemv_groups_avx_vnni_tasks(), before);
   quant_gemv_groups_allow_avx_vnni(true);
   set_target(saved);
+}
+
+// quantize_activations against its plain definition, bit for bit, on every target: d = amax / 127 per 32 values,
+// q = round(x / d) ties to even (x times the f32 reciprocal), the sums of each 16 and 32 q and d times them, the
+// int8 copy and its per-lane d padded with zeros to 64; a block of zeros (d 0, q 0), exact ties, and blocks
+// holding inf or NaN (d NaN) among random rows, K = 160 (padded to 192).
+TEST(QuantGroups, ActivationQuantizationIsThePlainDefinitionOnEveryTarget) {
+  const size_t T = 3, K = 160, ld8 = 192, nb = K / 32;
+  std::vector<float> x(T * K);
+  uint32_t s = 7;
+  for (float& v : x) v = float(int32_t((s = s * 1664525u + 1013904223u) >> 8) % 20001 - 10000) / 997.f;
+  std::fill(x.begin() + 32, x.begin() + 64, 0.f);  // row 0, block 1: zeros
+  x[64] = 127.f, x[65] = 0.5f, x[66] = 1.5f, x[67] = -2.5f;  // row 0, block 2: d 1, ties to even
+  for (size_t i = 68; i < 96; ++i) x[i] = 0.f;
+  x[K + 40] = std::numeric_limits<float>::infinity();  // row 1, block 1
+  x[2 * K + 130] = std::numeric_limits<float>::quiet_NaN();  // row 2, block 4
+  testing::for_each_target([&](Target) {
+    std::vector<int16_t> q(T * K, 99);
+    std::vector<float> d(T * nb, -1.f), dsum16(T * 2 * nb, -1.f), dsum32(T * nb, -1.f), dx8(T * ld8 / 4, -1.f);
+    std::vector<int32_t> xsum16(T * 2 * nb, -1);
+    std::vector<int8_t> xs8(T * ld8, 99);
+    quantize_activations(x.data(), T, K, QuantActivationsOut{.q = q.data(), .d = d.data(), .dsum16 = dsum16.data(),
+                                                             .dsum32 = dsum32.data(), .xsum16 = xsum16.data(),
+                                                             .xs8 = xs8.data(), .dx8 = dx8.data(), .xsum4_neg8 = nullptr,
+                                                             .xsum4_neg128 = nullptr, .dxsum4 = nullptr, .ld8 = ld8});
+    for (size_t t = 0; t < T; ++t) {
+      for (size_t b = 0; b < nb; ++b) {
+        const float* xb = x.data() + t * K + 32 * b;
+        float amax = 0.f;
+        bool finite = true;
+        for (size_t i = 0; i < 32; ++i) {
+          finite = finite && std::isfinite(xb[i]);
+          amax = std::max(amax, std::fabs(xb[i]));
+        }
+        const float db = finite ? amax / 127.f : std::numeric_limits<float>::quiet_NaN();
+        const float id = finite && db != 0.f ? 1.f / db : 0.f;
+        const std::string at = "t=" + std::to_string(t) + " block " + std::to_string(b);
+        EXPECT_TRUE(std::memcmp(&d[t * nb + b], &db, 4) == 0) << at << ": " << d[t * nb + b] << " vs " << db;
+        if (!finite) continue;  // the products are NaN through d; the values of inf or NaN times 0 are no result
+        int32_t sum[2] = {0, 0};
+        for (size_t i = 0; i < 32; ++i) {
+          const int32_t want = int32_t(std::nearbyint(xb[i] * id));
+          sum[i / 16] += want;
+          ASSERT_EQ(q[t * K + 32 * b + i], want) << at << " value " << i;
+          ASSERT_EQ(xs8[t * ld8 + 32 * b + i], want) << at << " value " << i;
+        }
+        for (int h = 0; h < 2; ++h) {
+          EXPECT_EQ(xsum16[t * 2 * nb + 2 * b + h], sum[h]) << at;
+          const float ds = db * float(sum[h]);
+          EXPECT_TRUE(std::memcmp(&dsum16[t * 2 * nb + 2 * b + h], &ds, 4) == 0) << at;
+        }
+        const float ds32 = db * float(sum[0] + sum[1]);
+        EXPECT_TRUE(std::memcmp(&dsum32[t * nb + b], &ds32, 4) == 0) << at;
+        for (size_t l = 0; l < 8; ++l) EXPECT_TRUE(std::memcmp(&dx8[t * ld8 / 4 + 8 * b + l], &db, 4) == 0) << at;
+      }
+      for (size_t k = K; k < ld8; ++k) EXPECT_EQ(xs8[t * ld8 + k], 0) << "padding t=" << t;
+      for (size_t l = K / 4; l < ld8 / 4; ++l) EXPECT_EQ(dx8[t * ld8 / 4 + l], 0.f) << "padding t=" << t;
+    }
+  });
 }
 
 }  // namespace

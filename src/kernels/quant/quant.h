@@ -54,8 +54,8 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
 void quant_gemv_f32(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 bool quant_gemv_has_int8(QuantType type);
 // quant_gemv of several matrices over the same x [T, cols] (q / k / v, gate / up): where every one takes the same
-// integer rows and T <= 8, x is quantized once and the rows of all of them are split over the pool in one
-// dispatch; else quant_gemv one by one. Each y is bit for bit what quant_gemv writes.
+// integer rows, x is quantized once and the rows of all of them (panels times token runs past 8 tokens) are split
+// over the pool in one dispatch; else quant_gemv one by one. Each y is bit for bit what quant_gemv writes.
 struct QuantGemvOutput {
   const QuantMatrix* w;
   const float* bias;
