@@ -50,7 +50,8 @@ struct GenerateArgs {
 
 std::string usage() {
   return std::string("usage: attnzoo generate [-m MODEL] (-p TEXT | -p - (stdin) | -f FILE) [--chat [--system TEXT]\n"
-                     "         [--reasoning-parser qwen3|deepseek_r1|openai_gptoss] [--hide-thinking]] [--no-special] ") +
+                     "         [--reasoning-parser qwen3|deepseek_r1|openai_gptoss] [--hide-thinking]]\n"
+                     "         [--no-special] ") +
          kGenerationFlagsUsage + "\n         " + kSpeculativeFlagsUsage + "\n";
 }
 
