@@ -21,7 +21,7 @@ from .mla import mla_decode, mla_prefill
 from .kv_cache import write_kv_paged, write_paged_rows
 from . import linear
 from .tokenizer import StreamDecoder, Tokenizer
-from .model import Model, PoolExhaustedError, Sequence
+from .model import ChatReply, Model, PoolExhaustedError, Sequence
 from . import generate  # noqa: F401  (the module: attnzoo.generate.generate)
 from . import perplexity  # noqa: F401  (the module: default_text, PerplexityResult; Model.perplexity runs it)
 from .generate import Sampler, sample
@@ -45,7 +45,7 @@ __all__ = [
     "__version__",
     "attention", "attention_reference", "attention_decode", "block_mask", "BlockMask", "lsh_attention", "lsh_hash", "mla_decode", "mla_prefill", "write_kv_paged",
     "write_paged_rows", "linear",
-    "Tokenizer", "StreamDecoder", "Model", "PoolExhaustedError", "Sequence", "generate", "perplexity", "Sampler", "sample",
+    "Tokenizer", "StreamDecoder", "ChatReply", "Model", "PoolExhaustedError", "Sequence", "generate", "perplexity", "Sampler", "sample",
     "apply_chat_template", "LLM", "Engine", "SamplingParams", "quant", "quantize",
     "supported_targets", "active_target", "set_target", "num_threads", "set_num_threads", "cpu_info",
     "set_float32_matmul_precision", "get_float32_matmul_precision", "set_batch_invariant", "batch_invariant",

@@ -28,6 +28,8 @@ def _plain(value):
     """JSON-able copy: mappings, lists and tuples walked; other objects become a "<TypeName>" placeholder."""
     if value is None or type(value) in (str, int, float, bool):
         return value
+    if isinstance(value, str):  # a str subclass (Model.chat's ChatReply) is its text
+        return str.__str__(value)
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

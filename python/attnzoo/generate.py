@@ -111,13 +111,14 @@ class _TextStream:
     Uses the tokenizer's own streaming decoder when it has one; otherwise decodes the generated ids and emits the
     growth, holding back a trailing U+FFFD (a character whose bytes have not all arrived)."""
 
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer, skip_special_tokens=True):
         self._tok = tokenizer
+        self._skip = skip_special_tokens
         self._stream = None
         for name in ("stream", "stream_decoder", "decode_stream"):
             if hasattr(tokenizer, name):
                 try:
-                    self._stream = getattr(tokenizer, name)(skip_special_tokens=True)
+                    self._stream = getattr(tokenizer, name)(skip_special_tokens=skip_special_tokens)
                 except TypeError:
                     self._stream = getattr(tokenizer, name)()
                 break
@@ -125,7 +126,7 @@ class _TextStream:
 
     def _decode(self):
         try:
-            return self._tok.decode(self._ids, skip_special_tokens=True)
+            return self._tok.decode(self._ids, skip_special_tokens=self._skip)
         except TypeError:
             return self._tok.decode(self._ids)
 
@@ -330,7 +331,8 @@ def _speculative_args(config):
 
 def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
              top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0, seed=0,
-             stop=None, eos_token_id=None, stream=None, native=None, speculative_config=None):
+             stop=None, eos_token_id=None, stream=None, native=None, speculative_config=None,
+             skip_special_tokens=True):
     """Continue a prompt.
 
     ``prompt_or_ids``: text (needs ``tokenizer``; returns the new text) or token ids (returns the list of new
@@ -338,6 +340,8 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
     that end generation; the text is trimmed before it (needs ``tokenizer``). ``eos_token_id``: int or list,
     default: every id the checkpoint's configs and the tokenizer call an end (_core.default_eos_ids). ``stream``:
     called with each new piece of text as soon as it is final (with ids in and no tokenizer: with each new id).
+    ``skip_special_tokens``: False keeps special tokens in the text (and in what ``stop`` is matched against), as
+    transformers' decode does (Model.chat reads gpt-oss's channel markers so).
 
     Sampling (``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``min_p``, ``repetition_penalty``; None: not
     given) resolves as in ``attnzoo generate``: see ``sampling_params`` (the checkpoint's generation_config.json,
@@ -374,11 +378,12 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
         out = _core.generate(parts[0], np.asarray(ids, dtype=np.int32), parts[1], params["temperature"],
                              params["top_k"], params["top_p"], params["min_p"], params["repetition_penalty"],
                              params["presence_penalty"], params["frequency_penalty"], params["seed"],
-                             int(max_new_tokens), sorted(eos), stops, stream, **spec)
+                             int(max_new_tokens), sorted(eos), stops, stream, **spec,
+                             skip_special_tokens=bool(skip_special_tokens))
         return out["text"] if text_in else list(out["tokens"])
     sampler = Sampler(**params)
     matcher = _core.StopStringMatcher(stops)
-    text = _TextStream(tokenizer) if tokenizer is not None else None
+    text = _TextStream(tokenizer, skip_special_tokens) if tokenizer is not None else None
 
     new_ids, pieces = [], []
 

@@ -37,6 +37,16 @@ def _ids(ids, name="ids"):
     return x
 
 
+class ChatReply(str):
+    """Model.chat's reply: the answer as a str, and the thinking the model wrote apart from it (gpt-oss's analysis
+    channel) as ``reasoning_content``, None where it wrote none; the field name is the one serve's messages use."""
+
+    def __new__(cls, content, reasoning_content=None):
+        reply = super().__new__(cls, content)
+        reply.reasoning_content = reasoning_content
+        return reply
+
+
 def resolve_formats(path, dtype="auto", kv_cache_dtype="auto"):
     """What Model.load(path, dtype=, kv_cache_dtype=) (and every CLI command) would choose under the current matmul
     precision on this CPU, without loading the weights: the dict Model.formats gives after the load."""
@@ -208,22 +218,45 @@ class Model:
         The conversation goes through the checkpoint's chat template with the assistant header added; the reply
         ends at EOS or at the template's end-of-turn token (<|im_end|>, <|eot_id|>, ...). ``stream`` gets each
         new piece of text. Sampling defaults as in generate. template_kwargs become template variables.
+
+        The reply is a ``ChatReply``, a str with a ``reasoning_content`` attribute (None where the model wrote no
+        thinking apart from its answer). gpt-oss (a harmony template) answers in channels: the reply is the final
+        channel, ``reasoning_content`` the analysis, as ``attnzoo serve`` splits them, and ``stream`` gets the
+        final channel's text only. Passing the reply back as ``{"role": "assistant", "content": reply,
+        "reasoning_content": reply.reasoning_content}`` gives the template both.
         """
         from .generate import generate
         ids = self.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, **template_kwargs)
+        source, special = self.chat_template
+        harmony = _core.reads_harmony(source)
         if eos_token_id is None:
             from .generate import _eos_ids
-            source, special = self.chat_template
             end_of_turn = _core.end_of_turn_ids(source, special, self.tokenizer._native)
+            if harmony:  # <|call|> ends a turn too, whether or not the checkpoint lists it as EOS
+                end_of_turn = [*end_of_turn, *_core.harmony_end_ids(self.tokenizer._native)]
             eos_token_id = sorted(_eos_ids(self, self.tokenizer, None, end_of_turn))
-        out = generate(self, self.tokenizer, ids, max_new_tokens=max_new_tokens, do_sample=do_sample,
-                       temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-                       repetition_penalty=repetition_penalty, seed=seed, stop=stop, stream=stream,
-                       eos_token_id=eos_token_id)
         ends = {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
-        if out and out[-1] in ends:
-            out = out[:-1]
-        return self.tokenizer.decode(out, skip_special_tokens=True)
+        args = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
+                    top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty, seed=seed, stop=stop,
+                    eos_token_id=eos_token_id)
+        if not harmony:
+            out = generate(self, self.tokenizer, ids, stream=stream, **args)
+            if out and out[-1] in ends:
+                out = out[:-1]
+            return ChatReply(self.tokenizer.decode(out, skip_special_tokens=True))
+        # The channel markers are special tokens: the text keeps them, and the reader splits it.
+        reader, reasoning, content = _core.HarmonyReader(), [], []
+
+        def take(piece):
+            reasoning.append(piece[0])
+            content.append(piece[1])
+            if stream is not None and piece[1]:
+                stream(piece[1])
+
+        out = generate(self, self.tokenizer, ids, stream=lambda text: take(reader.feed(text)),
+                       skip_special_tokens=False, **args)
+        take(reader.finish(bool(out) and out[-1] in ends))
+        return ChatReply("".join(content), "".join(reasoning) if reader.has_reasoning else None)
 
     def perplexity(self, text_or_ids, n_ctx=512, n_batch=2048, n_chunks=None, bos="auto"):
         """llama.cpp's perplexity over a text or token ids: windows of n_ctx tokens from an empty state, the

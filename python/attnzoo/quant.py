@@ -124,12 +124,12 @@ def quantize_checkpoint(src_dir, out_path, type="Q8_0", output_tensor_type=None,
                         allow_requantize=False, pure=False):
     """`attnzoo quantize` from Python: the Hugging Face checkpoint in `src_dir` (every family the README's quantization row
     names: Llama-style dense and MoE models, Gemma, Phi-3, GLM, DeepSeek, gpt-oss, the Qwen3 and state-space hybrids,
-    ...; a class it cannot write is refused with the list) written to `out_path` as GGUF v3, matrices in `type` (F32,
-    F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) under llama-quantize's precision policy, or
-    one of llama-quantize's mixtures, tensor for tensor as it writes them (Q2_K_M (llama-quantize's Q2_K), Q2_K_S (needs
-    `calibration`, as llama-quantize needs an imatrix), Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, IQ4_NL,
-    IQ4_XS: src/convert/ftype_mixture.h; "Q2_K", "Q3_K", "Q4_K" are the single types here, not llama-quantize's mixtures
-    of those names); `pure`: every matrix in the main type, the head and embedding too (llama-quantize's --pure).
+    ...; a class it cannot write is refused with the list) written to `out_path` as GGUF v3, `type` named as
+    llama-quantize names it: one type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q6_K) under llama-quantize's
+    precision policy, or one of llama-quantize's mixtures, tensor for tensor as it writes them (Q2_K (also Q2_K_M),
+    Q2_K_S (needs `calibration`, as llama-quantize needs an imatrix), Q3_K_S, Q3_K_M (= Q3_K), Q3_K_L, Q4_K_M (= Q4_K),
+    Q4_K_S, Q5_K_M (= Q5_K), Q5_K_S, IQ4_NL, IQ4_XS: src/convert/ftype_mixture.h); `pure`: every matrix in the main
+    type, the head and embedding too (llama-quantize's --pure; type="Q4_K", pure=True puts every matrix in Q4_K).
     `tensor_types`: {regex on the GGUF name: type} (first match wins); `keep`: regexes of tensors that keep the
     checkpoint's float type; `calibration`: a text file the model runs on first, its per-channel mean squared Linear
     inputs weighting the scale search (llama.cpp's imatrix).

@@ -1,6 +1,8 @@
-// Bindings for chat templates: attnzoo._core.ChatTemplate and load_chat_template (wrapped by attnzoo/chat.py).
+// Bindings for chat templates: attnzoo._core.ChatTemplate and load_chat_template (wrapped by attnzoo/chat.py),
+// and the harmony reader that Model.chat reads gpt-oss answers with (the one serve and the CLI use).
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/string.h>
@@ -9,6 +11,8 @@
 #include "bindings.h"
 #include "chat/chat_template.h"
 #include "engine/chat_turns.h"
+#include "server/harmony.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::py {
@@ -41,6 +45,32 @@ void bind_chat(nb::module_& m) {
         return end_of_turn_ids(ChatTemplate(source), tokens, *tokenizer);
       },
       nb::arg("source"), nb::arg("special_tokens"), nb::arg("tokenizer"));
+  m.def(
+      "reads_harmony",
+      [](const std::string& source) {
+        return server::reads_harmony(server::detect_tool_format(source), server::ReasoningParser::none);
+      },
+      nb::arg("template_source"), "Whether a chat template's answers are gpt-oss harmony messages.");
+  m.def(
+      "harmony_end_ids",
+      [](const std::shared_ptr<const tok::Tokenizer>& tokenizer) { return server::harmony_end_ids(*tokenizer); },
+      nb::arg("tokenizer"));
+  // feed / finish return (reasoning, content) pieces; calls are read as content (Model.chat offers no tools).
+  nb::class_<server::HarmonyReader>(m, "HarmonyReader")
+      .def("__init__", [](server::HarmonyReader* r) { new (r) server::HarmonyReader(/*read_calls=*/false); })
+      .def("feed",
+           [](server::HarmonyReader& r, std::string_view text) {
+             auto p = r.feed(text);
+             return std::make_pair(std::move(p.reasoning), std::move(p.content));
+           },
+           nb::arg("text"))
+      .def("finish",
+           [](server::HarmonyReader& r, bool stopped) {
+             auto p = r.finish(stopped);
+             return std::make_pair(std::move(p.reasoning), std::move(p.content));
+           },
+           nb::arg("stopped"))
+      .def_prop_ro("has_reasoning", &server::HarmonyReader::has_reasoning);
 }
 
 }  // namespace attnzoo::py

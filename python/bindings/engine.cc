@@ -133,7 +133,8 @@ void bind_engine(nb::module_& m) {
            float presence_penalty, float frequency_penalty, uint64_t seed, int64_t max_new_tokens,
            std::vector<int32_t> eos_token_ids, std::vector<std::string> stop, nb::object stream,
            const std::string& speculative, int64_t num_speculative_tokens, int64_t prompt_lookup_min,
-           int64_t prompt_lookup_max, const Model* draft_model, bool checkpoint_each_token) {
+           int64_t prompt_lookup_max, const Model* draft_model, bool checkpoint_each_token,
+           bool skip_special_tokens) {
           GenerationOptions o;
           o.sampling = make_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
                                    frequency_penalty, seed);
@@ -154,7 +155,7 @@ void bind_engine(nb::module_& m) {
           ModelSequence sequence(model);
           sequence.set_checkpoint_each_token(checkpoint_each_token);
           std::unique_ptr<TokenizerTextStream> text;
-          if (tokenizer) text = std::make_unique<TokenizerTextStream>(tokenizer);
+          if (tokenizer) text = std::make_unique<TokenizerTextStream>(tokenizer, skip_special_tokens);
           require(stream.is_none() || text, "stream", "needs a tokenizer (the native loop streams text)");
           TextCallback on_text;
           if (!stream.is_none()) {
@@ -191,7 +192,7 @@ void bind_engine(nb::module_& m) {
         nb::arg("stop"), nb::arg("stream").none(), nb::arg("speculative") = "none",
         nb::arg("num_speculative_tokens") = int64_t(0), nb::arg("prompt_lookup_min") = int64_t(1),
         nb::arg("prompt_lookup_max") = int64_t(3), nb::arg("draft_model").none() = nb::none(),
-        nb::arg("checkpoint_each_token") = false);
+        nb::arg("checkpoint_each_token") = false, nb::arg("skip_special_tokens") = true);
 
   m.def("load_eos_token_ids", &load_eos_token_ids, nb::arg("model_dir"),
         "EOS ids from generation_config.json, else config.json (empty list when neither names one).");

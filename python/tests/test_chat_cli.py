@@ -150,6 +150,7 @@ def test_model_chat_matches_transformers(chat_model):
     pieces = []
     got = m.chat(messages, max_new_tokens=40, stream=pieces.append)
     assert got == want and "".join(pieces) == got
+    assert isinstance(got, str) and got.reasoning_content is None  # ChatML has no channels to read
     assert 0 < len(got.split()) < 30  # ended at <|im_end|>, not at the length limit
     two_turns = messages + [{"role": "assistant", "content": got}, {"role": "user", "content": "hello world"}]
     assert m.chat(two_turns, max_new_tokens=40) == _reference_answer(chat_model, two_turns)

@@ -16,8 +16,9 @@ harmony's special tokens (<|start|>, <|channel|>, <|message|>, <|end|>, <|return
   parameters (test_json_schema's validator), streamed as an announcement and then argument deltas that join to the
   whole answer's arguments byte for byte; response_format gives a final-channel JSON answer; "required" over two
   tools is a 400 naming tool_choice.
-- `attnzoo chat` on a model tweaked to open an analysis channel greedily prints the final answer, with
-  --hide-thinking without the analysis."""
+- `attnzoo chat` and `attnzoo generate --chat` on a model tweaked to open an analysis channel greedily print the
+  final answer, with --hide-thinking without the analysis; Python's Model.chat returns the final answer with the
+  analysis as its reasoning_content, and streams the answer only."""
 import json
 import os
 import re
@@ -513,3 +514,34 @@ def test_chat_shows_the_final_channel(tmp_path):
     assert answer("--hide-thinking") == content
     assert answer() == reasoning + content  # not a terminal: no escape codes
     assert answer("--reasoning-parser", "openai_gptoss") == reasoning + content
+
+    def generated(*flags):
+        r = subprocess.run([CLI, "generate", "-m", path, "--chat", "-p", QUESTION[0]["content"], "--temperature", "0",
+                            "-n", "16", *flags], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    assert generated() == reasoning + content + "\n"
+    assert generated("--hide-thinking") == content + "\n"
+
+    import attnzoo
+    m = attnzoo.Model.load(path)
+    pieces = []
+    reply = m.chat(QUESTION, max_new_tokens=16, stream=pieces.append)
+    assert (str(reply), reply.reasoning_content) == (content, reasoning)
+    assert "".join(pieces) == content
+    # The reply and its reasoning go back into the template as transformers renders an assistant turn's thinking.
+    turns = QUESTION + [{"role": "assistant", "content": reply, "reasoning_content": reply.reasoning_content},
+                        {"role": "user", "content": "And in Rome?"}]
+    from transformers import PreTrainedTokenizerFast
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok)
+    assert m.apply_chat_template(turns, add_generation_prompt=True) == hf.apply_chat_template(
+        _hf_messages(turns), chat_template=TEMPLATE, add_generation_prompt=True, tokenize=False)
+
+
+def test_chat_refuses_thinking_flags_it_cannot_honour(tmp_path, checkpoint):
+    """generate's --hide-thinking / --reasoning-parser need --chat; a plain model has no thinking to hide."""
+    for flags in (["--hide-thinking"], ["--reasoning-parser", "qwen3"]):
+        r = subprocess.run([CLI, "generate", "-m", checkpoint[0], "-p", "hi", "-n", "2", *flags],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and f"{flags[0]} needs --chat" in r.stderr, r.stderr

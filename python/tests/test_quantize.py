@@ -94,10 +94,21 @@ def checkpoint(request, tmp_path_factory):
     return kind, directory, model, ids, checks.meaningful_logits(model, ids)
 
 
+# llama-quantize's Q2_K, Q3_K, Q4_K and Q5_K are mixtures (test_quantize_mixtures.py); these tests quantize every
+# matrix in the one type, the head and embedding in Q6_K as the other single types have them: --pure and two overrides.
+SINGLE_FLAGS = ("--pure", "--output-tensor-type", "Q6_K", "--token-embedding-type", "Q6_K")
+SINGLE_API = dict(pure=True, output_tensor_type="Q6_K", token_embedding_type="Q6_K")
+
+
+def single_type(qtype):
+    """`--type` arguments that put every matrix in `qtype` (llama-quantize's names alias Q2_K ... Q5_K to mixtures)."""
+    return [qtype, *SINGLE_FLAGS] if qtype.upper() in ("Q2_K", "Q3_K", "Q4_K", "Q5_K") else [qtype]
+
+
 def _quantize(checkpoint, qtype, tmp_path_factory, *extra):
     kind, directory = checkpoint[:2]
     out = str(tmp_path_factory.mktemp(f"gguf-{kind}-{qtype}") / f"{kind}-{qtype}.gguf")
-    r = _cli("quantize", "-m", directory, "-o", out, "--type", qtype, *extra)
+    r = _cli("quantize", "-m", directory, "-o", out, "--type", *single_type(qtype), *extra)
     assert r.returncode == 0, r.stderr
     assert out in r.stdout and "tensors" in r.stdout
     return out
@@ -170,7 +181,8 @@ def test_quantized_file_reads_back_everywhere(checkpoint, qtype, tmp_path_factor
     assert field("general.alignment") == 64 and reader.alignment == 64
     assert all(t.data_offset % 64 == 0 for t in reader.tensors)
     assert field("general.architecture") == kind
-    ftype = {"F32": "ALL_F32", "Q3_K": "MOSTLY_Q3_K_S", "Q4_K": "MOSTLY_Q4_K_S", "Q5_K": "MOSTLY_Q5_K_S"}.get(
+    # --pure keeps the file type --type names, as llama-quantize's does (Q3_K -> Q3_K_M ...)
+    ftype = {"F32": "ALL_F32", "Q3_K": "MOSTLY_Q3_K_M", "Q4_K": "MOSTLY_Q4_K_M", "Q5_K": "MOSTLY_Q5_K_M"}.get(
         qtype, f"MOSTLY_{qtype}")
     assert field("general.file_type") == int(gguf.LlamaFileType[ftype])  # llama.cpp's LLAMA_FTYPE_*
     assert field(f"{kind}.block_count") == 2 and field(f"{kind}.attention.head_count_kv") == 2
@@ -348,7 +360,7 @@ def test_python_api_writes_the_cli_file(checkpoint, tmp_path_factory, tmp_path):
     kind, directory = checkpoint[:2]
     cli_file = _quantize(checkpoint, "Q5_K", tmp_path_factory, "--tensor-type", "ffn_down=Q8_0")
     out = tmp_path / "api.gguf"
-    s = attnzoo.quantize(directory, out, type="q5_k", tensor_types={"ffn_down": "Q8_0"})
+    s = attnzoo.quantize(directory, out, type="q5_k", tensor_types={"ffn_down": "Q8_0"}, **SINGLE_API)
     assert open(cli_file, "rb").read() == out.read_bytes()  # deterministic, one code path
     types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(out)).tensors}
     assert {t["name"]: t["type"] for t in s["tensors"]} == types
@@ -371,7 +383,7 @@ def test_qwen2_with_biases(tmp_path):
     want = checks.meaningful_logits(model, ids)
     for qtype in ("Q8_0", "Q4_K"):
         out = str(tmp_path / f"qwen2-{qtype}.gguf")
-        r = _cli("quantize", "-m", directory, "-o", out, "--type", qtype)
+        r = _cli("quantize", "-m", directory, "-o", out, "--type", *single_type(qtype))
         assert r.returncode == 0, r.stderr
         tensors = {t.name: t for t in gguf.GGUFReader(out).tensors}
         names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN2, 2)

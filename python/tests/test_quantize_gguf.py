@@ -23,8 +23,8 @@ import model_checks as checks  # noqa: E402
 from attnzoo import quant  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
 from test_gpt_oss_mxfp4_gguf import case  # noqa: E402, F401 (the gpt-oss checkpoints, a module fixture)
-from test_quantize import (LOGIT_TOL, TEXT, VOCAB, _cli, _expected_types, _randomize,  # noqa: E402, F401
-                           _tokenizer, checkpoint)  # checkpoint: the Hugging Face checkpoints, a module fixture
+from test_quantize import (LOGIT_TOL, SINGLE_API, TEXT, VOCAB, _cli, _expected_types,  # noqa: E402, F401
+                           _randomize, _tokenizer, checkpoint, single_type)  # checkpoint: a module fixture
 
 MATMUL_PRECISION = "highest"
 T = gguf.GGMLQuantizationType
@@ -32,7 +32,7 @@ RTN = (T.F32, T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1)
 
 
 def _run(src, out, qtype, *extra):
-    r = _cli("quantize", "-m", str(src), "-o", str(out), "--type", qtype, *extra)
+    r = _cli("quantize", "-m", str(src), "-o", str(out), "--type", *single_type(qtype), *extra)
     assert r.returncode == 0, r.stderr
     return r
 
@@ -132,7 +132,7 @@ def test_gguf_py_written_source(checkpoint, tmp_path):
     out_fields = _fields(tmp_path / "q4k.gguf")
     assert out_fields.pop("general.quantization_version")[1] == 2
     assert out_fields == src_fields  # tokenizer, chat template, every key as gguf-py wrote it
-    assert _file_type(tmp_path / "q4k.gguf") == int(gguf.LlamaFileType.MOSTLY_Q4_K_S)
+    assert _file_type(tmp_path / "q4k.gguf") == int(gguf.LlamaFileType.MOSTLY_Q4_K_M)  # --pure keeps Q4_K's
     srcs = {t.name: t for t in src.tensors}
     for t in out.tensors:
         shape = [int(n) for n in reversed(t.shape)]
@@ -197,7 +197,7 @@ def test_python_api_on_a_gguf_source(checkpoint, tmp_path):
     _run(directory, tmp_path / "q8.gguf", "Q8_0")
     _run(tmp_path / "q8.gguf", tmp_path / "cli.gguf", "Q5_K", "--allow-requantize", "--tensor-type", "ffn_down=Q8_0")
     s = attnzoo.quantize(tmp_path / "q8.gguf", tmp_path / "api.gguf", type="q5_k", tensor_types={"ffn_down": "Q8_0"},
-                         allow_requantize=True)
+                         allow_requantize=True, **SINGLE_API)
     assert (tmp_path / "cli.gguf").read_bytes() == (tmp_path / "api.gguf").read_bytes()
     assert s["architecture"] == kind and s["tokenizer"] and s["requantized"] > 0
     types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(tmp_path / "api.gguf")).tensors}
@@ -293,7 +293,7 @@ def test_llama_cpp_written_q4_1_file(tmp_path):
     _run(SMOLLM2, out, "Q4_K", "--allow-requantize")
     src, dst = gguf.GGUFReader(SMOLLM2), gguf.GGUFReader(str(out))
     assert _fields(out) == _fields(SMOLLM2)
-    assert _file_type(out) == int(gguf.LlamaFileType.MOSTLY_Q4_K_S) and dst.alignment == src.alignment
+    assert _file_type(out) == int(gguf.LlamaFileType.MOSTLY_Q4_K_M) and dst.alignment == src.alignment
     srcs = {t.name: t for t in src.tensors}
     assert [t.name for t in dst.tensors] == list(srcs)
     checked = 0

@@ -12,7 +12,10 @@ Q3_K_M | Q3_K_L | Q4_K_M | Q4_K_S | Q5_K_M | Q5_K_S | IQ4_NL | IQ4_XS`, and --pu
     them where built; SmolLM2-135M's perplexity on the Sherlock Holmes text is lower in Q4_K_M than in Q4_K and
     higher than in Q6_K (a bump the wrong way round fails it), and falls from the single Q2_K through Q2_K_M (the
     same types as Q3_K_S there), Q3_K_M and Q3_K_L to Q4_K_M;
-  - Q2_K_S is refused without an importance matrix, as llama-quantize refuses it."""
+  - Q2_K_S is refused without an importance matrix, as llama-quantize refuses it;
+  - llama-quantize's own names Q2_K, Q3_K, Q4_K and Q5_K (its Q2_K mixture and its aliases of Q3_K_M, Q4_K_M,
+    Q5_K_M) give the file llama-quantize gives for them, with and without --pure (every matrix in that one type).
+Elsewhere "single" (every matrix in Q2_K ... Q5_K) is test_quantize.single_type: --pure and a Q6_K head."""
 import glob
 import os
 import struct
@@ -27,7 +30,7 @@ gguf = pytest.importorskip("gguf")
 
 import model_checks as checks  # noqa: E402
 from attnzoo.model import Model  # noqa: E402
-from test_quantize import CLI, VOCAB, _cli, _randomize, _tokenizer  # noqa: E402
+from test_quantize import CLI, SINGLE_FLAGS, VOCAB, _cli, _randomize, _tokenizer, single_type  # noqa: E402
 
 MATMUL_PRECISION = "highest"
 LLAMA_CACHE = os.environ.get("ATTNZOO_LLAMA_CACHE", os.path.expanduser("~/.cache/attnzoo/llama.cpp"))
@@ -366,7 +369,7 @@ def test_files_load_and_run(model, ftype, tmp_path):
     elif _main(ftype) in ("Q2_K", "Q3_K"):
         # 2-3 bits on these random tiny models: closer to the f32 logits than the file with every matrix in the main
         # type (the mixtures raise some)
-        _quantize(directory / "hf", tmp_path / "single.gguf", _main(ftype))
+        _quantize(directory / "hf", tmp_path / "single.gguf", _main(ftype), *SINGLE_FLAGS)
         single = error(tmp_path / "single.gguf")
         assert err < single, (kind, ftype, err, single)
         assert err < MAIN_BOUND[_main(ftype)], (kind, ftype, err)
@@ -414,6 +417,30 @@ def test_qwen3next_qkv_and_gate_in_any_two_types(model, tmp_path):
         assert err < LOGIT_BOUND.get(kind, 0.5), (qkv, gate, err)
 
 
+LLAMA_ALIASES = {"Q2_K": "Q2_K_M", "Q3_K": "Q3_K_M", "Q4_K": "Q4_K_M", "Q5_K": "Q5_K_M"}
+
+
+@pytest.mark.skipif(not LLAMA_QUANTIZE, reason=NO_LLAMA)
+@pytest.mark.parametrize("name", list(LLAMA_ALIASES))
+def test_llama_quantize_names_mean_the_same(model, name, tmp_path):
+    """`--type Q4_K` is what `llama-quantize IN OUT Q4_K` writes (its alias of Q4_K_M; its Q2_K is a mixture too):
+    every tensor's type and general.file_type, from the F32 GGUF; with --pure, llama-quantize's --pure file (every
+    matrix in the one type, the head and embedding too)."""
+    kind, directory = model[:2]
+    src = _aligned_32(directory)
+    files = []
+    for pure in ([], ["--pure"]):
+        r = subprocess.run([LLAMA_QUANTIZE[-1], *pure, str(src), str(tmp_path / "llama.gguf"), name, "2"],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        theirs_meta, _, theirs = _read(tmp_path / "llama.gguf")
+        ours_meta, _, ours = _quantize(src, tmp_path / "ours.gguf", name, *pure)
+        assert ours == theirs, (pure, {n: (ours.get(n), theirs[n]) for n in theirs if ours.get(n) != theirs[n]})
+        assert ours_meta["general.file_type"] == theirs_meta["general.file_type"] == FILE_TYPE[LLAMA_ALIASES[name]]
+        files.append(ours)
+    assert files[0] != files[1]  # the name is a mixture, and --pure the one type
+
+
 def test_refusals_name_the_type(tmp_path):
     r = _cli("quantize", "-m", str(tmp_path), "-o", str(tmp_path / "x.gguf"), "--type", "Q4_K_X")
     assert r.returncode != 0 and "or a mixture: Q2_K_M, Q2_K_S, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, " \
@@ -455,7 +482,7 @@ def test_q4_k_m_perplexity_lies_between_q4_k_and_q6_k(tmp_path):
     ppl = {}
     for ftype in ("Q4_K", "Q4_K_M", "Q6_K"):
         out = tmp_path / f"{ftype}.gguf"
-        r = _cli("quantize", "-m", SMOLLM2, "-o", str(out), "--type", ftype, "--allow-requantize")
+        r = _cli("quantize", "-m", SMOLLM2, "-o", str(out), "--type", *single_type(ftype), "--allow-requantize")
         assert r.returncode == 0, r.stderr
         r = subprocess.run([CLI, "perplexity", "-m", str(out), "-f", text, "-c", "256", "--chunks", "8"],
                            capture_output=True, text=True, timeout=600)
@@ -478,7 +505,7 @@ def test_low_bit_mixtures_perplexity_order(tmp_path):
     ppl, types = {}, {}
     for ftype in ("Q2_K", "Q2_K_M", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_M"):
         out = tmp_path / f"{ftype}.gguf"
-        r = _cli("quantize", "-m", SMOLLM2, "-o", str(out), "--type", ftype, "--allow-requantize")
+        r = _cli("quantize", "-m", SMOLLM2, "-o", str(out), "--type", *single_type(ftype), "--allow-requantize")
         assert r.returncode == 0, r.stderr
         types[ftype] = _read(out)[2]
         r = subprocess.run([CLI, "perplexity", "-m", str(out), "-f", text, "-c", "256", "--chunks", "8"],

@@ -404,8 +404,7 @@ def test_llama_quantize_writes_our_bytes(f32_gguf, qtype, weighted):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     source = {t.name: t for t in gguf.GGUFReader(str(directory / "f32.gguf")).tensors}
     if not weighted:
-        r = _cli("quantize", "-m", str(directory / "f32.gguf"), "-o", str(ours), "--type", qtype,
-                 "--output-tensor-type", qtype, "--token-embedding-type", qtype)
+        r = _cli("quantize", "-m", str(directory / "f32.gguf"), "-o", str(ours), "--type", qtype, "--pure")
         assert r.returncode == 0, r.stderr
         mine = {t.name: np.asarray(t.data).view(np.uint8).reshape(-1) for t in gguf.GGUFReader(str(ours)).tensors}
     compared = 0
@@ -547,7 +546,9 @@ def test_smollm2_q3_k_generates_and_its_perplexity_sits_between_q2_k_and_q4_k(tm
     ppl = {}
     for qtype in ("Q2_K", "Q3_K", "Q4_K"):
         out = tmp_path / f"smollm2-{qtype}.gguf"
-        r = _cli("quantize", "-m", SMOLLM2, "-o", str(out), "--type", qtype, "--allow-requantize")
+        # every matrix in the one type (llama-quantize's names alias these to mixtures), the head and embedding Q6_K
+        r = _cli("quantize", "-m", SMOLLM2, "-o", str(out), "--type", qtype, "--pure", "--output-tensor-type", "Q6_K",
+                 "--token-embedding-type", "Q6_K", "--allow-requantize")
         assert r.returncode == 0, r.stderr
         assert f"30 {qtype}" in r.stdout, r.stdout  # every layer's ffn_down
         model = Model.load(str(out))

@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "cli/answer_printer.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "cli/speculative_flags.h"
@@ -132,8 +133,8 @@ int run_chat(const std::vector<std::string>& args) {
   const auto proposer = make_proposer(speculative, draft.get(), model->info().vocab_size);
   options.proposer = proposer.get();
   options.num_speculative_tokens = speculative.num_speculative_tokens;
-  // Dim (SGR 2) only where a terminal will read the escape codes.
-  const bool dim = !hide_thinking && ::isatty(STDOUT_FILENO);
+  // Dim only where a terminal will read the escape codes.
+  const bool dim = ::isatty(STDOUT_FILENO);
   options.eos_token_ids = default_eos_ids(flags.model, tokenizer.get(), format.end_of_turn());
   if (harmony)  // <|call|> ends a turn too (gpt-oss lists it as EOS; a checkpoint that does not still stops)
     for (int32_t id : server::harmony_end_ids(*tokenizer)) options.eos_token_ids.push_back(id);
@@ -187,33 +188,14 @@ int run_chat(const std::vector<std::string>& args) {
     }
     ModelSequence sequence(*model);
     TokenizerTextStream text(tokenizer, /*skip_special_tokens=*/!harmony);
-    server::ReasoningStream split(harmony ? server::ReasoningParser::none : reasoning);
-    server::HarmonyReader channels(/*read_calls=*/false);  // no tools are offered: a call's body is shown as text
-    std::string answer;  // harmony: the content, which is what the next turn's template takes
-    const auto show = [&](const server::ReasoningStream::Piece& p) {
-      if (!p.reasoning.empty() && !hide_thinking) {
-        if (dim) std::fputs("\x1b[2m", stdout);
-        std::fwrite(p.reasoning.data(), 1, p.reasoning.size(), stdout);
-        if (dim) std::fputs("\x1b[0m", stdout);
-      }
-      std::fwrite(p.content.data(), 1, p.content.size(), stdout);
-      std::fflush(stdout);
-    };
-    // With no parser the stream passes every piece through as content.
-    const auto show_channels = [&](server::HarmonyReader::Piece p) {
-      answer += p.content;
-      show({std::move(p.reasoning), std::move(p.content)});
-    };
-    const GenerationResult r = generate(sequence, prompt, turn, &text, [&](std::string_view piece) {
-      if (harmony) show_channels(channels.feed(piece));
-      else show(split.feed(piece));
-    });
-    if (harmony) show_channels(channels.finish(r.reason == StopReason::eos));
-    else show(split.finish());
+    AnswerPrinter printer(harmony, reasoning, hide_thinking, dim);
+    const GenerationResult r =
+        generate(sequence, prompt, turn, &text, [&](std::string_view piece) { printer.feed(piece); });
+    printer.finish(r.reason == StopReason::eos);
     if (r.reason == StopReason::cancelled) std::fputs(" [stopped]", stdout);
     std::fputc('\n', stdout);
     std::fflush(stdout);
-    history.push_back(ChatFormat::message("assistant", harmony ? answer : r.text));
+    history.push_back(ChatFormat::message("assistant", harmony ? printer.content() : r.text));
   }
   return 0;
 }

@@ -1,7 +1,9 @@
 // attnzoo generate: stream a continuation of a prompt to stdout; timings to stderr at the end.
 // Sampling defaults follow transformers: the checkpoint's generation_config.json (greedy unless it sets
 // do_sample), then any flag given here. With --chat the prompt is one user message in the checkpoint's chat
-// template, and the answer also ends at the template's end-of-turn token.
+// template, and the answer also ends at the template's end-of-turn token; its thinking is told apart as in `attnzoo
+// chat` (gpt-oss's harmony channels always, <think> with --reasoning-parser): dimmed on a terminal, or left out with
+// --hide-thinking.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -9,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include "cli/answer_printer.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "cli/speculative_flags.h"
@@ -23,6 +28,9 @@
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
+#include "server/harmony.h"
+#include "server/reasoning.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::cli {
@@ -34,12 +42,15 @@ struct GenerateArgs {
   bool have_prompt = false;
   bool add_special = true;
   bool chat = false;
+  server::ReasoningParser reasoning = server::ReasoningParser::none;
+  bool hide_thinking = false;
   SpeculativeOptions speculative;
   bool speculative_flags = false;
 };
 
 std::string usage() {
-  return std::string("usage: attnzoo generate [-m MODEL] (-p TEXT | -p - (stdin) | -f FILE) [--chat [--system TEXT]]\n"
+  return std::string("usage: attnzoo generate [-m MODEL] (-p TEXT | -p - (stdin) | -f FILE) [--chat [--system TEXT]\n"
+                     "         [--reasoning-parser qwen3|deepseek_r1|openai_gptoss] [--hide-thinking]]\n"
                      "         [--no-special] ") +
          kGenerationFlagsUsage + "\n         " + kSpeculativeFlagsUsage + "\n";
 }
@@ -63,6 +74,8 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--no-special") a.add_special = false;
     else if (s == "--chat") a.chat = true;
     else if (s == "--system") a.system = value();
+    else if (s == "--reasoning-parser") a.reasoning = server::parse_reasoning_parser(value());
+    else if (s == "--hide-thinking") a.hide_thinking = true;
     else if (s == "-f" || s == "--file") a.prompt = read_text_file("-f", value()), a.have_prompt = true;
     else if (is_help(s)) throw HelpRequested(usage());
     else throw_unknown_option("generate", s, usage());
@@ -70,6 +83,9 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
   use_default_model(a.flags, "generate");
   if (!a.have_prompt) throw ArgumentError("generate: -p TEXT is required\n" + usage());
   if (!a.system.empty() && !a.chat) throw ArgumentError("generate: --system needs --chat");
+  if (a.reasoning != server::ReasoningParser::none && !a.chat)
+    throw ArgumentError("generate: --reasoning-parser needs --chat");
+  if (a.hide_thinking && !a.chat) throw ArgumentError("generate: --hide-thinking needs --chat");
   return a;
 }
 
@@ -96,13 +112,23 @@ int run_generate(const std::vector<std::string>& args) {
   options.eos_token_ids = default_eos_ids(a.flags.model, tokenizer.get());
 
   std::vector<int32_t> prompt;
+  bool harmony = false;
   if (a.chat) {
     const ChatFormat format(a.flags.model, tokenizer);
+    server::check_reasoning_parser(a.reasoning, &format, *tokenizer, a.flags.model);
+    // gpt-oss answers in harmony channels whatever the flag: read them, or the markers would be dropped and the
+    // analysis run into the answer.
+    harmony = server::reads_harmony(server::detect_tool_format(format.source()), a.reasoning);
+    if (a.hide_thinking && a.reasoning == server::ReasoningParser::none && !harmony)
+      throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 (or a gpt-oss harmony "
+                          "template) to tell the thinking apart");
     chat::List messages;
     if (!a.system.empty()) messages.push_back(ChatFormat::message("system", a.system));
     messages.push_back(ChatFormat::message("user", a.prompt));
     prompt = format.prompt_ids(chat::Value::list(std::move(messages)), true);
     options.eos_token_ids = default_eos_ids(a.flags.model, tokenizer.get(), format.end_of_turn());
+    if (harmony)  // <|call|> ends a turn too (gpt-oss lists it as EOS; a checkpoint that does not still stops)
+      for (int32_t id : server::harmony_end_ids(*tokenizer)) options.eos_token_ids.push_back(id);
   } else {
     prompt = tokenizer->encode(a.prompt, a.add_special);
   }
@@ -112,21 +138,20 @@ int run_generate(const std::vector<std::string>& args) {
                                             int64_t(prompt.size()), options.max_new_tokens);
   std::fputs(notice.c_str(), stderr);
   ModelSequence sequence(*model);
-  TokenizerTextStream text(tokenizer);
+  TokenizerTextStream text(tokenizer, /*skip_special_tokens=*/!harmony);
+  AnswerPrinter printer(harmony, a.reasoning, a.hide_thinking, ::isatty(STDOUT_FILENO));
   options.cancel = stop_requested;
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   GenerationResult r;
   try {
     ThreadPool::InterruptScope cancel(stop_requested);
-    r = generate(sequence, prompt, options, &text, [](std::string_view piece) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    });
+    r = generate(sequence, prompt, options, &text, [&](std::string_view piece) { printer.feed(piece); });
   } catch (const Interrupted&) {
     r.reason = StopReason::cancelled;  // during the prompt's forward pass: nothing generated
     r.prompt_tokens = int64_t(prompt.size());
   }
+  printer.finish(r.reason == StopReason::eos);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   std::fputc('\n', stdout);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <numeric>
+#include <utility>
 
 #include "core/error.h"
 
@@ -184,14 +185,19 @@ void refuse_without_importance(const TensorPolicy& p, const std::map<std::string
       throw ArgumentError("quantize --type " + std::string(p.mixture->name) + ": tensor '" + t.name + "' would be "
                           "Q2_K, which llama-quantize's " + std::string(p.mixture->name) + " writes only with an "
                           "importance matrix (2-bit rounding without one is too coarse): pass --calibration FILE, "
-                          "or choose --type Q2_K_M (llama-quantize's Q2_K) or Q2_K");
+                          "or choose --type Q2_K (llama-quantize's Q2_K mixture, Q2_K_M here too)");
   }
 }
 
 }  // namespace
 
 const FileMixture* find_file_mixture(const std::string& name) {
-  const std::string u = upper(name);
+  std::string u = upper(name);
+  // llama-quantize's names for mixtures (tools/quantize/quantize.cpp's QUANT_OPTIONS): Q3_K / Q4_K / Q5_K are its
+  // aliases of the _M mixtures, and its Q2_K is a mixture itself (attnzoo also calls it Q2_K_M).
+  for (const auto& [alias, mixture] : {std::pair{"Q2_K", "Q2_K_M"}, {"Q3_K", "Q3_K_M"}, {"Q4_K", "Q4_K_M"},
+                                       {"Q5_K", "Q5_K_M"}})
+    if (u == alias) u = mixture;
   for (const FileMixture& f : kMixtures)
     if (u == f.name) return &f;
   return nullptr;

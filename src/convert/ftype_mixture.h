@@ -67,7 +67,8 @@ struct FileMixture {
   bool needs_importance;                   // refused without an imatrix (llama-quantize's Q2_K_S)
 };
 
-// The mixture named `name` (case-insensitive), nullptr for a plain type name.
+// The mixture named `name` (case-insensitive; llama-quantize's Q2_K, Q3_K, Q4_K and Q5_K name its Q2_K, Q3_K_M,
+// Q4_K_M and Q5_K_M mixtures), nullptr for a plain type name.
 const FileMixture* find_file_mixture(const std::string& name);
 
 // --type: a type name (parse_quant_type's) or a mixture's; sets p.type and p.mixture (IQ4_NL / IQ4_XS are both:

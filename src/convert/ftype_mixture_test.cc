@@ -202,9 +202,17 @@ TEST(FtypeMixture, NamesAndRefusals) {
     ASSERT_NE(p.mixture, nullptr) << name;
     EXPECT_EQ(llama_file_type(p), file_type) << name;
   }
-  set_file_type(p, "Q3_K", "--type");  // the single type, not llama-quantize's alias of Q3_K_M
-  EXPECT_EQ(p.mixture, nullptr);
-  EXPECT_EQ(llama_file_type(p), 11u);
+  // llama-quantize's names: Q3_K / Q4_K / Q5_K are its aliases of the _M mixtures, its Q2_K a mixture (our Q2_K_M)
+  const std::pair<const char*, const char*> aliases[] = {{"Q2_K", "Q2_K_M"}, {"q3_k", "Q3_K_M"}, {"Q4_K", "Q4_K_M"},
+                                                         {"Q5_k", "Q5_K_M"}};
+  for (const auto& [alias, mixture] : aliases) {
+    set_file_type(p, alias, "--type");
+    ASSERT_NE(p.mixture, nullptr) << alias;
+    EXPECT_EQ(p.mixture->name, mixture) << alias;
+  }
+  set_file_type(p, "Q4_K", "--type");
+  EXPECT_EQ(llama_file_type(p), 15u);  // LLAMA_FTYPE_MOSTLY_Q4_K_M, as llama-quantize writes for Q4_K
+  EXPECT_EQ(p.type, Q::Q4_K);
   try {
     set_file_type(p, "Q4_K_X", "--type");
     ADD_FAILURE();

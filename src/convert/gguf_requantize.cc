@@ -48,11 +48,8 @@ std::map<std::string, std::vector<ImportanceSlice>> place_importance(const GgufF
   for (const GgufHfTensor& h : gguf_hf_tensors(f)) {
     const auto it = by_name.find(h.hf_name);
     if (it == by_name.end()) continue;
-    if (h.fix == GgufFix::none || h.fix == GgufFix::unpermute_rope_rows || h.fix == GgufFix::subtract_one) {
+    if (h.fix == GgufFix::none || h.fix == GgufFix::unpermute_rope_rows || h.fix == GgufFix::subtract_one)
       place(h.gguf_name, h.data, h.bytes, it->second);
-    } else if (h.fix == GgufFix::gather_rows) {  // Qwen3-Next's in_proj_qkvz: its rows in two GGUF tensors
-      for (const GgufPiece& p : h.pieces) place(p.tensor, p.start, p.bytes, it->second);
-    }
   }
   for (auto& [name, slices] : out)
     std::sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });

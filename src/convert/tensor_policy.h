@@ -1,11 +1,11 @@
 #pragma once
 // Which GGUF type each tensor of a checkpoint is written in, following llama.cpp's llama-quantize defaults:
 //   - 1-D tensors (norms, biases, RoPE factors) stay F32;
-//   - a single type (--type Q4_K, Q8_0 ...): the output head (output.weight) and, here, the token embedding take
+//   - a single type (--type Q8_0, Q4_0, Q6_K ...): the output head (output.weight) and, here, the token embedding take
 //     Q8_0 when the type is Q8_0 and Q6_K for every lower-bit type (the float types keep themselves); an untied
 //     embedding follows the same rule because it is as sensitive as the head and costs no compute;
-//   - a mixture (--type Q2_K_M (llama-quantize's Q2_K), Q2_K_S, Q3_K_S / M / L, Q4_K_S / M, Q5_K_S / M, IQ4_NL,
-//     IQ4_XS): llama-quantize's per-tensor rules, exactly (ftype_mixture.h), settled over the whole file first
+//   - a mixture (--type Q2_K (= Q2_K_M), Q2_K_S, Q3_K_S / M / L, Q4_K_S / M, Q5_K_S / M, IQ4_NL, IQ4_XS; Q3_K,
+//     Q4_K and Q5_K are llama-quantize's aliases of the _M ones): llama-quantize's per-tensor rules, exactly (ftype_mixture.h), settled over the whole file first
 //     (resolve_mixture fills `mixture_types`);
 //   - --pure: every matrix the main type, the head and embedding included (llama-quantize's flag);
 //   - a matrix whose rows are not whole blocks of the requested type falls back as llama.cpp does (Q2_K, Q3_K ->

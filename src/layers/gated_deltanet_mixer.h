@@ -50,7 +50,7 @@ struct GatedDeltaNetWeights {
 // Qwen3-Next stores in_proj_qkvz (source 0) per key head as [q (K) | k (K) | v (r*V) | z (r*V)] and in_proj_ba
 // (source 1) per key head as [b (r) | a (r)], r = HV / H (transformers' fix_query_key_value_ordering).
 std::vector<ProjectionRun> qwen3_next_in_proj_runs(const GatedDeltaNetConfig& c);
-// A Qwen3-Next GGUF whose attn_qkv and attn_gate differ in type (llama-quantize's mixtures raise only attn_qkv):
+// A Qwen3-Next GGUF (attn_qkv and attn_gate, each in its own type: llama-quantize's mixtures raise only attn_qkv):
 // in_proj_qkv ([all q; all k; all v], source 0) and in_proj_z (source 1) in order, in_proj_ba (source 2) grouped
 // per key head as above.
 std::vector<ProjectionRun> qwen3_next_split_in_proj_runs(const GatedDeltaNetConfig& c);

@@ -480,18 +480,6 @@ GgufHfBytes undo_gguf_fix(const GgufHfTensor& t, const std::string& file) {
     }
     case GgufFix::join_kv_b:
       return join_kv_b(t, file);
-    case GgufFix::gather_rows:
-      for (const GgufPiece& p : t.pieces) {
-        // Compared as offsets: a piece pointer outside its tensor is never formed into a range.
-        const uintptr_t at = uintptr_t(p.start), begin = uintptr_t(p.data);
-        if (p.bytes < 0 || p.data_bytes < 0 || at < begin || at - begin > uint64_t(p.data_bytes) ||
-            uint64_t(p.bytes) > uint64_t(p.data_bytes) - (at - begin))
-          throw LoadError(file + ": tensor '" + p.tensor + "': rows gathered into '" + t.hf_name + "' ([" +
-                          std::to_string(int64_t(at - begin)) + ", +" + std::to_string(p.bytes) + ") bytes) lie outside "
-                          "its " + std::to_string(p.data_bytes) + " bytes");
-        out.bytes.insert(out.bytes.end(), p.start, p.start + p.bytes);
-      }
-      break;
   }
   if (t.value_heads.key_heads > 0) untile_value_heads(t, out, file);
   return out;

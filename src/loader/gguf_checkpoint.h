@@ -36,13 +36,12 @@ enum class GgufFix : uint8_t {
   unpermute_rope_rows,  // llama's q_proj / k_proj: heads = num_attention_heads / num_key_value_heads
   subtract_one,         // gemma's (and qwen3next's) norm weights
   log_of_negated,       // Mamba's A_log, stored as A = -exp(A_log): becomes log(-A), in F32
-  gather_rows,          // bytes concatenated from `pieces` (rows of several GGUF tensors of one type)
   untile_value_heads,   // Qwen3.5's linear attention: `value_heads` alone (log_of_negated may carry it too)
   join_kv_b,            // deepseek2's attn_k_b / attn_v_b (`pieces`, `heads`) joined into kv_b_proj, F32
 };
 
-// Rows of one GGUF tensor gathered into another (gather_rows): `bytes` bytes at `start`, which must lie within
-// the source tensor's [data, data + data_bytes) (checked again when gathered: the offsets come from metadata).
+// A part of one GGUF tensor that goes into another (join_kv_b): `bytes` bytes at `start`, which must lie within
+// the source tensor's [data, data + data_bytes).
 struct GgufPiece {
   const uint8_t* start = nullptr;
   int64_t bytes = 0;
@@ -62,7 +61,7 @@ struct GgufHfTensor {
   int64_t bytes = 0;
   GgufFix fix = GgufFix::none;
   int64_t heads = 0;  // for unpermute_rope_rows
-  std::vector<GgufPiece> pieces;  // for gather_rows, in order
+  std::vector<GgufPiece> pieces;  // for join_kv_b, in order
   ValueHeadTiling value_heads;     // for untile_value_heads
 };
 

@@ -270,7 +270,7 @@ TEST(GgufCheckpoint, MoeExpertsAreSlicedPerExpert) {
 
 TEST(GgufCheckpoint, HybridEditsAreUndone) {
   // qwen3next: A = -exp(A_log) back to A_log, the squeezed conv kernel unsqueezed, norms minus their folded 1,
-  // in_proj_qkvz gathered from attn_qkv ([q0 q1 k0 k1 v0 v1]) and attn_gate ([z0 z1]) as [q0 k0 v0 z0 q1 k1 v1 z1].
+  // attn_qkv ([q0 q1 k0 k1 v0 v1]) and attn_gate ([z0 z1]) as stored, borrowed: in_proj_qkv and in_proj_z.
   GgufSpec s = qwen3next_spec();
   ScratchDir dir;
   const ModelFiles m = open_spec(dir, s);
@@ -280,10 +280,14 @@ TEST(GgufCheckpoint, HybridEditsAreUndone) {
   EXPECT_EQ(m.tensor("model.layers.0.linear_attn.conv1d.weight").shape_str(), "[4, 1, 3]");
   EXPECT_EQ(m.tensor("model.layers.0.input_layernorm.weight").ptr<float>()[1], 0.5f);
   EXPECT_EQ(m.tensor("model.layers.0.linear_attn.norm.weight").ptr<float>()[1], 1.5f);  // a plain gated norm
-  const TensorView qkvz = m.tensor("model.layers.0.linear_attn.in_proj_qkvz.weight");
-  EXPECT_EQ(qkvz.shape_str(), "[8, 2]");
-  const float want[] = {0, 2, 4, 10, 1, 3, 5, 11};
-  for (int r = 0; r < 8; ++r) EXPECT_EQ(qkvz.ptr<float>()[2 * r + 1], want[r]) << r;
+  EXPECT_FALSE(m.has("model.layers.0.linear_attn.in_proj_qkvz.weight"));  // no gathered copy
+  const TensorView qkv = m.tensor("model.layers.0.linear_attn.in_proj_qkv.weight");
+  const TensorView z = m.tensor("model.layers.0.linear_attn.in_proj_z.weight");
+  EXPECT_EQ(qkv.shape_str(), "[6, 2]");
+  EXPECT_EQ(z.shape_str(), "[2, 2]");
+  for (int r = 0; r < 6; ++r) EXPECT_EQ(qkv.ptr<float>()[2 * r + 1], float(r)) << r;
+  EXPECT_EQ(z.ptr<float>()[1], 10.f);
+  EXPECT_EQ(z.ptr<float>()[3], 11.f);
   const Config& c = m.config();
   EXPECT_EQ(c.get_int("linear_num_key_heads"), 2);
   EXPECT_EQ(c.get_int("linear_value_head_dim"), 1);
@@ -295,8 +299,8 @@ TEST(GgufCheckpoint, HybridEditsAreUndone) {
 }
 
 TEST(GgufCheckpoint, Qwen3NextQkvAndGateOfTwoTypesStayApart) {
-  // llama-quantize's mixtures raise attn_qkv and not attn_gate: rows of two types cannot be gathered into one
-  // in_proj_qkvz, so each comes under its own name, as stored (the layer runs them as two projections).
+  // llama-quantize's mixtures raise attn_qkv and not attn_gate: each comes under its own name in its own type, as
+  // stored (the layer runs them as two projections).
   GgufSpec s = qwen3next_spec();
   Bytes gate_bf16;
   for (float v : {10.f, 10.f, 11.f, 11.f}) {

@@ -16,8 +16,7 @@
 //              offset (a pattern without a period is refused: JambaConfig cannot state it)
 //   qwen3next  RMSNorm weights stored as 1 + w (all but the linear-attention gated norm); in_proj_qkvz, interleaved
 //              per key head in Hugging Face ([q, k, v, z] per head), stored as attn_qkv ([q..., k..., v...])
-//              and attn_gate ([z...]): its rows are gathered back (a row permutation, so quantized rows too);
-//              the two in different types (llama-quantize's mixtures) stay apart as in_proj_qkv and in_proj_z
+//              and attn_gate ([z...]): the two stay apart as in_proj_qkv and in_proj_z (any two types)
 //   qwen35, qwen35moe  Qwen3.5 (dense) and Qwen3.5-MoE: qwen3next's norms; in_proj_qkv / z / b / a stored as
 //              attn_qkv / attn_gate / ssm_beta / ssm_alpha; the linear-attention value heads tiled over the key
 //              heads in every tensor indexed by them (gguf_qwen35.h), moved back; the appended

@@ -99,8 +99,12 @@ void qwen3_hybrid_config(JsonObject& c, const Meta& m, Qwen3Hybrid v) {
 
 // Qwen3-Next's linear-attention input projection: Hugging Face interleaves it per key head ([q, k, v, z] for
 // each of the nk heads; v and z hold nv / nk value heads each), the converter splits it into attn_qkv
-// ([all q; all k; all v]) and attn_gate ([all z]). The head counts and sizes come from the metadata, so every
-// offset is checked against the tensors' own dimensions before a piece pointer is formed.
+// ([all q; all k; all v]) and attn_gate ([all z]). The two stay apart, borrowed from the mapping in their own
+// types, as Qwen3.5's in_proj_qkv / in_proj_z, which the DeltaNet layer reads beside in_proj_ba: gathering them
+// back into one in_proj_qkvz copied those weights (1.26 GB resident instead of 0.95 GB for the Q8_0 bench model)
+// for no measurable speed: that model's prefill (301 and 1201 tokens) and decode, alternated, differ within their
+// noise. (The projection alone, Q8_0 on 2 threads: 1.0-1.08x the gathered time at 1, 301 and 1024 tokens, 1.2-1.35x
+// at 64.) The head counts and sizes come from the metadata: the shapes are checked against them here.
 std::vector<GgufHfTensor> qwen3next_in_proj(const GgufFile& f, const GgufTensor& qkv, const std::string& layer) {
   const Meta m{f, "qwen3next."};
   const std::string gate_name = qkv.name.substr(0, qkv.name.size() - std::string("attn_qkv.weight").size()) +
@@ -109,35 +113,14 @@ std::vector<GgufHfTensor> qwen3next_in_proj(const GgufFile& f, const GgufTensor&
   if (!gate) fail(f, qkv.name, "comes without '" + gate_name + "', the z part of in_proj_qkvz");
   const LinearHeads lh = linear_heads(m);
   const int64_t nk = lh.nk, dk = lh.dk, inner = lh.nv * lh.dv;
-  const int64_t vdim = inner / nk;  // v (or z) rows per key head
   const int64_t qk_rows = sized(f, qkv.name, [&] { return checked_mul(checked_mul(2, nk, "q and k"), dk, "q and k"); });
   const int64_t rows = sized(f, qkv.name, [&] { return checked_add(qk_rows, inner, "q, k and v"); });
   if (qkv.ne.size() != 2 || gate->ne.size() != 2 || qkv.ne[0] != gate->ne[0] || qkv.ne[1] != rows ||
       gate->ne[1] != inner)
     fail(f, qkv.name, "expected [" + std::to_string(rows) + ", hidden] beside '" + gate_name + "' [" +
                           std::to_string(inner) + ", hidden]");
-  if (qkv.type != gate->type) {
-    // llama-quantize's mixtures raise attn_qkv (counted as an attn_v) and not attn_gate. Rows of two block types
-    // cannot share one matrix, so the two stay separate projections, each in its own type and borrowed from the
-    // mapping: Qwen3.5's in_proj_qkv / in_proj_z layout, which the DeltaNet layer reads beside in_proj_ba.
-    return {gguf_hf::as_stored(qkv, layer + "linear_attn.in_proj_qkv.weight"),
-            gguf_hf::as_stored(*gate, layer + "linear_attn.in_proj_z.weight")};
-  }
-  // rows == ne[1] bounds every row index below by the tensor's own row count: the offsets cannot overflow.
-  const int64_t row = qkv.row_bytes();
-  GgufHfTensor h = gguf_hf::as_stored(qkv, layer + "linear_attn.in_proj_qkvz.weight");
-  h.shape = {qkv.ne[1] + gate->ne[1], qkv.ne[0]};
-  h.fix = GgufFix::gather_rows;
-  auto piece = [&](const GgufTensor& t, int64_t first_row, int64_t n_rows) {
-    h.pieces.push_back({t.data + first_row * row, n_rows * row, t.name, t.data, t.bytes});
-  };
-  for (int64_t k = 0; k < nk; ++k) {
-    piece(qkv, k * dk, dk);
-    piece(qkv, nk * dk + k * dk, dk);
-    piece(qkv, 2 * nk * dk + k * vdim, vdim);
-    piece(*gate, k * vdim, vdim);
-  }
-  return {std::move(h)};
+  return {gguf_hf::as_stored(qkv, layer + "linear_attn.in_proj_qkv.weight"),
+          gguf_hf::as_stored(*gate, layer + "linear_attn.in_proj_z.weight")};
 }
 
 void mark_value_heads(const GgufFile& f, const GgufTensor& t, const std::string& base, GgufHfTensor& h) {

@@ -1,9 +1,9 @@
 #pragma once
 // The Qwen3-Next / Qwen3.5 side of gguf_hybrids.cc: config.json from the metadata of llama.cpp's qwen3next,
 // qwen35 and qwen35moe files, and the converter's linear-attention edits that are more than a rename:
-//   qwen3next  in_proj_qkvz (interleaved per key head) split into attn_qkv and attn_gate: gathered back, or, when
-//              the two are in different types (llama-quantize's Q4_K_M etc. raise attn_qkv only), kept apart as
-//              in_proj_qkv and in_proj_z (the layer runs them as two projections beside in_proj_ba)
+//   qwen3next  in_proj_qkvz (interleaved per key head) split into attn_qkv and attn_gate: kept apart as
+//              in_proj_qkv and in_proj_z, each in its own type (llama-quantize's Q4_K_M etc. raise attn_qkv
+//              only); the layer runs them as two projections beside in_proj_ba
 //   qwen35*    the value heads tiled over the key heads in attn_qkv's v rows, attn_gate (in_proj_z), ssm_beta,
 //              ssm_alpha, ssm_a, ssm_dt.bias, ssm_conv1d's v channels and ssm_out's input columns: untiled
 //              (value_head_tiling.h); the multi-token-prediction blocks the converter appends (nextn_predict_layers)
@@ -26,9 +26,8 @@ void qwen3_hybrid_config(gguf_hf::JsonObject& c, const gguf_hf::Meta& m, Qwen3Hy
 // The decoder blocks of a Qwen3.5 file: block_count less nextn_predict_layers.
 int64_t qwen35_text_layers(const gguf_hf::Meta& m);
 
-// Qwen3-Next: attn_qkv and its attn_gate gathered into `layer`linear_attn.in_proj_qkvz when they share a type,
-// else the two as stored, named in_proj_qkv and in_proj_z. Shapes that do not fit the metadata: LoadError
-// naming attn_qkv.
+// Qwen3-Next: attn_qkv and its attn_gate as stored, named `layer`linear_attn.in_proj_qkv and in_proj_z. Shapes
+// that do not fit the metadata: LoadError naming attn_qkv.
 std::vector<GgufHfTensor> qwen3next_in_proj(const GgufFile& f, const GgufTensor& qkv, const std::string& layer);
 
 // Qwen3.5: sets h's value-head untiling when `base` (the block tensor's name without its extension) is one the

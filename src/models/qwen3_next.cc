@@ -5,8 +5,8 @@
 // MoE (softmax top-k, shared expert gated by sigmoid(shared_expert_gate(x))) on layers where num_experts > 0,
 // (i + 1) % decoder_sparse_step == 0 and i is not in mlp_only_layers; a dense gated MLP elsewhere.
 // The two differ in the DeltaNet input projection: Qwen3-Next fuses in_proj_qkvz / in_proj_ba grouped per key
-// head, Qwen3.5 stores in_proj_qkv / in_proj_z / in_proj_b / in_proj_a separately (a Qwen3-Next GGUF whose
-// attn_qkv and attn_gate differ in type comes as in_proj_qkv / in_proj_z / in_proj_ba); all are regrouped at load
+// head, Qwen3.5 stores in_proj_qkv / in_proj_z / in_proj_b / in_proj_a separately (a Qwen3-Next GGUF comes as
+// in_proj_qkv / in_proj_z, its attn_qkv and attn_gate, beside in_proj_ba); all are regrouped at load
 // per token into the mixer's [q k v z b a] order (the weights stay borrowed from the checkpoint).
 #include <algorithm>
 
@@ -127,7 +127,7 @@ std::unique_ptr<Model> build_qwen3_next(ModelFiles files, const LoadOptions& opt
       w.in_proj.push_back(linear(a + ".in_proj_qkvz", dc.conv_dim() + dc.value_dim(), H));
       w.in_proj.push_back(linear(a + ".in_proj_ba", 2 * dc.num_v_heads, H));
       w.in_proj_runs = qwen3_next_in_proj_runs(dc);
-    } else if (files.has(a + ".in_proj_ba.weight")) {  // Qwen3-Next GGUF, attn_qkv / attn_gate in two types
+    } else if (files.has(a + ".in_proj_ba.weight")) {  // Qwen3-Next GGUF: attn_qkv and attn_gate as stored
       w.in_proj.push_back(linear(a + ".in_proj_qkv", dc.conv_dim(), H));
       w.in_proj.push_back(linear(a + ".in_proj_z", dc.value_dim(), H));
       w.in_proj.push_back(linear(a + ".in_proj_ba", 2 * dc.num_v_heads, H));
