@@ -42,7 +42,8 @@ def main(path, passes=7):
             bench.read()
             reads.append((time.perf_counter() - t) / states * 1e3)
         print(f"  {name}: {states} states, plain row pass {min(reads):.4f} ms, allowed {bench.mask() / states:.0f} "
-              f"tokens on average; first pass with the sets (building them: {kept / 2**20:.2f} MiB) {first:.1f} ms in all")
+              f"tokens on average; first pass with the sets (building them: {kept / 2**20:.2f} MiB) "
+              f"{first:.1f} ms in all")
         for form, t in each.items():
             print(f"    {form}: mask + fill {t.mean():.3f} ms mean, {t.max():.3f} ms max (at byte "
                   f"{int(t.argmax())}: {doc[:int(t.argmax())][-24:]!r})")

@@ -42,8 +42,14 @@ class TokenTrie {
   int64_t vocab_size() const { return vocab_; }
   int64_t string_plain_tokens() const { return num_string_plain_; }
   size_t longest_string_plain_token() const { return plain_upto_.size() - 1; }  // characters
-  // Off: patterned strings walk the whole trie as before (to compare the two); on by default.
-  void use_pattern_sets(bool on) { use_pattern_sets_ = on; }
+  // Off: patterned strings walk the whole trie as before (to compare the two); on by default, with the sets' cap
+  // (a new cap starts an empty cache; not while another thread masks).
+  void use_pattern_sets(bool on, size_t max_bytes = PatternTokenCache::kMaxBytes) {
+    use_pattern_sets_ = on;
+    if (max_bytes == pattern_set_cap_) return;
+    pattern_set_cap_ = max_bytes;
+    pattern_sets_ = std::make_unique<PatternTokenCache>(max_bytes);
+  }
   size_t pattern_set_bytes() const { return pattern_sets_->bytes(); }
 
  private:
@@ -77,6 +83,7 @@ class TokenTrie {
   Trie all_, string_other_;  // every non-empty token; the non-empty ones not in string_plain_
   Trie quoted_;              // the tokens holding a quote: inside a patterned string, the ones walked
   bool use_pattern_sets_ = true;
+  size_t pattern_set_cap_ = PatternTokenCache::kMaxBytes;
   std::unique_ptr<PatternTokenCache> pattern_sets_ = std::make_unique<PatternTokenCache>();
 };
 

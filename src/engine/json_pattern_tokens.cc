@@ -48,8 +48,8 @@ void PatternTokenCache::drop_expired() {
 }
 
 bool PatternTokenCache::fits(size_t more) {
-  if (bytes_ + more > kMaxBytes) drop_expired();
-  return bytes_ + more <= kMaxBytes;
+  if (bytes_ + more > max_bytes_) drop_expired();
+  return bytes_ + more <= max_bytes_;
 }
 
 }  // namespace attnzoo

@@ -44,9 +44,10 @@ class PatternTokenCache {
  public:
   // 64 MiB: SmolLM2's broad `^[A-Za-z ]+$` takes ~25,000 tokens (100 KB) a state, so some 600 such states.
   static constexpr size_t kMaxBytes = size_t(64) << 20;
+  explicit PatternTokenCache(size_t max_bytes = kMaxBytes) : max_bytes_(max_bytes) {}
 
   // The set of `pattern`'s `state`, from build() on first use (called under the cache's lock); null when keeping it
-  // would pass kMaxBytes after dropping the sets of DFAs no longer alive.
+  // would pass the cap after dropping the sets of DFAs no longer alive.
   template <class Build>
   std::shared_ptr<const PatternTokenSet> get(const std::shared_ptr<const StringPattern>& pattern, uint16_t state,
                                              Build&& build) {
@@ -77,6 +78,7 @@ class PatternTokenCache {
 
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
+  size_t max_bytes_;
   size_t bytes_ = 0;
 };
 

@@ -155,6 +155,40 @@ TEST(PatternTokens, SequencesTakeTheSetsInsideADocument) {
   }
 }
 
+TEST(PatternTokens, PastTheCapTheStateIsWalkedAndDeadPatternsMakeRoom) {
+  const auto vocab = vocabulary();
+  TokenTrie trie(vocab);
+  trie.use_pattern_sets(true, 1);  // no set fits: every patterned state falls back to the walk
+  const auto schema = string_schema(kCases[0].schema);
+  JsonSchemaRecognizer r(*schema);
+  ASSERT_TRUE(r.push(std::string_view(R"({"s": "ab)")));
+  std::vector<uint8_t> got;
+  trie.allowed(r, got);
+  EXPECT_EQ(got, pushed(r, vocab));
+  EXPECT_EQ(trie.pattern_set_bytes(), 0u);
+
+  // A cache with room for one set: a live pattern's set stays (built once); a second pattern's does not fit until
+  // the first pattern is released.
+  auto a = std::make_shared<const StringPattern>(compile_string_pattern("^[a-z]+$", "/a"));
+  auto b = std::make_shared<const StringPattern>(compile_string_pattern("^[0-9]+$", "/b"));
+  const auto set_of = [](int n) {
+    PatternTokenSet s;
+    s.ids.assign(size_t(n), 0);
+    s.groups.push_back({0, 1, uint32_t(n)});
+    return s;
+  };
+  PatternTokenCache cache(set_of(100).bytes() + 50);
+  int builds = 0;
+  const auto build = [&] { return ++builds, set_of(100); };
+  ASSERT_NE(cache.get(a, a->start, build), nullptr);
+  ASSERT_NE(cache.get(a, a->start, build), nullptr);
+  EXPECT_EQ(builds, 1);
+  EXPECT_EQ(cache.get(b, b->start, build), nullptr);
+  a.reset();
+  EXPECT_NE(cache.get(b, b->start, build), nullptr);
+  EXPECT_EQ(cache.bytes(), set_of(100).bytes());
+}
+
 TEST(PatternTokens, GroupsHoldEachTokenOnceByEndStateAndCharacters) {
   std::vector<PatternTokenHit> hits = {{3, 2, 7}, {1, 1, 9}, {3, 2, 4}, {1, 2, 5}, {1, 1, 2}};
   const PatternTokenSet set = group_pattern_tokens(hits);
