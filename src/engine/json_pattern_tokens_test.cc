@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <map>
 #include <random>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
