@@ -87,6 +87,19 @@ class JsonMaskBench {
   }
   int64_t vocab_size() const { return trie_.vocab_size(); }
   int64_t string_plain_tokens() const { return trie_.string_plain_tokens(); }
+  void use_pattern_sets(bool on) { trie_.use_pattern_sets(on); }
+  size_t pattern_set_bytes() const { return trie_.pattern_set_bytes(); }
+  // Each prepared state's flags, one after another (states x vocabulary bytes).
+  nb::bytes masks() {
+    std::string out;
+    const auto add = [&](const auto& s) {
+      trie_.allowed(s, allowed_);
+      out.append(reinterpret_cast<const char*>(allowed_.data()), allowed_.size());
+    };
+    for (const auto& s : objects_) add(s);
+    for (const auto& s : schemas_) add(s);
+    return nb::bytes(out.data(), out.size());
+  }
 
  private:
   std::vector<std::string> bytes_;
@@ -226,6 +239,11 @@ void bind_serving(nb::module_& m) {
       .def("mask", &JsonMaskBench::mask, nb::call_guard<nb::gil_scoped_release>())
       .def("read", &JsonMaskBench::read, nb::call_guard<nb::gil_scoped_release>())
       .def("mask_each", &JsonMaskBench::mask_each, "Each state's mask and -inf fill, seconds (one pass).")
+      .def("use_pattern_sets", &JsonMaskBench::use_pattern_sets, nb::arg("on"),
+           "Off: patterned strings walk the whole trie (the mask before the per-state token sets).")
+      .def_prop_ro("pattern_set_bytes", &JsonMaskBench::pattern_set_bytes,
+                   "What the per-DFA-state token sets built so far keep, bytes.")
+      .def("masks", &JsonMaskBench::masks, "Each prepared state's allowed flags, concatenated.")
       .def_prop_ro("vocab_size", &JsonMaskBench::vocab_size)
       .def_prop_ro("string_plain_tokens", &JsonMaskBench::string_plain_tokens);
   // What each id adds to the text mid-generation (the mask's input), for measuring the mask on a real vocabulary.

@@ -124,13 +124,14 @@ def test_the_table_holds_the_json_mask_section(tiny_doc):
     from attnzoo.bench import json_mask
     section = tiny_doc["json_mask"]
     assert [r["format"] for r in section["rows"]] == ["json_object", "json_schema", "json_schema_typed",
-                                                      "json_schema_open"]
-    for r, (_, _, doc) in zip(section["rows"], json_mask.CASES):
+                                                      "json_schema_open", "json_schema_open_walk"]
+    for r, (_, _, doc) in zip(section["rows"], json_mask.CASES + json_mask.WALK_CASES):
         assert r["states"] == len(doc.encode())
         assert 1 <= r["allowed_mean"] < section["vocab"]
         assert r["mask_ms"] > 0 and r["read_ms"] > 0 and r["ratio"] > 0
     schema_row = section["rows"][1]
     assert schema_row["allowed_mean"] < section["rows"][0]["allowed_mean"], "the schema allows fewer tokens"
+    assert section["rows"][3]["allowed_mean"] == section["rows"][4]["allowed_mean"], "the sets change no mask"
     assert "\n".join(json_mask.format_json_mask(section)) in kernels.format_table(tiny_doc)
 
 

@@ -93,13 +93,40 @@ int64_t TokenTrie::Trie::walk(const Recognizer& state, std::vector<uint8_t>& all
   return count;
 }
 
+std::vector<PatternTokenHit> TokenTrie::Trie::pattern_walk(const StringPattern& pattern, uint16_t state) const {
+  struct Visit {
+    uint32_t node;
+    uint16_t state;
+    uint32_t chars;
+  };
+  std::vector<Visit> todo{{0, state, 0}};
+  std::vector<PatternTokenHit> hits;
+  while (!todo.empty()) {
+    const Visit v = todo.back();
+    todo.pop_back();
+    const Node& node = nodes[v.node];
+    for (uint32_t t = node.first_token; t < node.first_token + node.num_tokens; ++t)
+      hits.push_back({v.state, v.chars, tokens[t]});
+    for (uint32_t e = node.first_edge; e < node.first_edge + node.num_edges; ++e) {
+      const uint8_t b = edge_byte[e];
+      if (b == '"') continue;  // ends the string: what follows is the recognizer's, walked
+      const uint16_t next = pattern.next[v.state][b];
+      if (next != StringPattern::kDead) todo.push_back({edge_child[e], next, v.chars + (b < 0x80 || b >= 0xC0)});
+    }
+  }
+  return hits;
+}
+
 TokenTrie::TokenTrie(std::span<const std::string> token_bytes)
     : vocab_(int64_t(token_bytes.size())),
       string_plain_(token_bytes.size(), 0),
       all_(token_bytes, ids_where(token_bytes, [](size_t) { return true; })),
       string_other_(token_bytes, ids_where(token_bytes, [&](size_t i) {
                       return !(string_plain_[i] = uint8_t(string_plain(token_bytes[i])));
-                    })) {
+                    })),
+      quoted_(token_bytes, ids_where(token_bytes, [&](size_t i) {
+                return token_bytes[i].find('"') != std::string::npos;
+              })) {
   num_string_plain_ = std::count(string_plain_.begin(), string_plain_.end(), 1);
   std::vector<size_t> chars(token_bytes.size(), 0);
   for (size_t i = 0; i < token_bytes.size(); ++i) {
@@ -116,7 +143,36 @@ TokenTrie::TokenTrie(std::span<const std::string> token_bytes)
 }
 
 template <class Recognizer>
+int64_t TokenTrie::pattern_allowed(const Recognizer& state, const JsonSchemaRecognizer::PatternText& text,
+                                   std::vector<uint8_t>& out) const {
+  const std::shared_ptr<const PatternTokenSet> set = pattern_sets_->get(
+      *text.pattern, text.state, [&] {
+        std::vector<PatternTokenHit> hits = all_.pattern_walk(**text.pattern, text.state);
+        return group_pattern_tokens(hits);
+      });
+  out.assign(size_t(vocab_), 0);
+  if (!set) return all_.walk(state, out);  // past the cache's bound
+  int64_t count = 0;
+  uint32_t from = 0;
+  for (const PatternTokenSet::Group& g : set->groups) {
+    // The token's last byte viable implies every earlier one was: a prefix of a completion is one.
+    if (!text.lengths || text.lengths->viable(g.end, text.len + g.chars)) {
+      for (uint32_t i = from; i < g.stop; ++i) out[size_t(set->ids[i])] = 1;
+      count += g.stop - from;
+    }
+    from = g.stop;
+  }
+  return count + quoted_.walk(state, out);
+}
+
+template <class Recognizer>
 int64_t TokenTrie::allowed(const Recognizer& state, std::vector<uint8_t>& out) const {
+  if constexpr (requires { state.pattern_text(); }) {
+    if (use_pattern_sets_) {
+      if (const JsonSchemaRecognizer::PatternText text = state.pattern_text(); text.pattern)
+        return pattern_allowed(state, text, out);
+    }
+  }
   if (state.in_string_text()) {
     const size_t room = state.string_room();
     if (room >= plain_upto_.size() - 1) {

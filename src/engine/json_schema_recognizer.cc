@@ -60,6 +60,13 @@ size_t JsonSchemaRecognizer::string_room() const {
   return max == JsonSchema::kUnbounded ? SIZE_MAX : size_t(max - len_);
 }
 
+JsonSchemaRecognizer::PatternText JsonSchemaRecognizer::pattern_text() const {
+  if (mode_ != Mode::pattern) return {};
+  const JsonSchema::Node& n = node(want_);
+  return {&schema_->patterns[n.pattern], state_, len_,
+          n.lengths == JsonSchema::kNone ? nullptr : &schema_->string_lengths[n.lengths]};
+}
+
 bool JsonSchemaRecognizer::whitespace() {
   if (ws_ >= kMaxWhitespace) return false;
   ++ws_;

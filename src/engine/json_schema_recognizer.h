@@ -16,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "engine/json_schema.h"
@@ -53,6 +54,16 @@ class JsonSchemaRecognizer {
   // the listed keys' trie, or on it where leaving it is allowed (no escape so far), between characters.
   bool in_string_text() const { return mode_ == Mode::string || (mode_ == Mode::key_literal && free_key_text()); }
   size_t string_room() const;
+  // Inside a patterned / formatted string's text: its DFA, DFA state, characters so far and length table (null
+  // without minLength / maxLength); there a byte other than the closing quote only moves the DFA, so TokenTrie
+  // takes the quote-free tokens from per-state sets (engine/json_pattern_tokens.h). pattern null elsewhere.
+  struct PatternText {
+    const std::shared_ptr<const StringPattern>* pattern = nullptr;
+    uint16_t state = 0;
+    uint32_t len = 0;
+    const StringLengths* lengths = nullptr;
+  };
+  PatternText pattern_text() const;
 
  private:
   enum class Mode : uint8_t {

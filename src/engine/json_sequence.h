@@ -43,6 +43,9 @@ class JsonSequenceRecognizer {
   bool can_end() const;
   bool in_string_text() const { return matched_ == kInDocument && document_.in_string_text(); }
   size_t string_room() const { return document_.string_room(); }
+  JsonSchemaRecognizer::PatternText pattern_text() const {
+    return matched_ == kInDocument ? document_.pattern_text() : JsonSchemaRecognizer::PatternText{};
+  }
   int32_t documents() const { return documents_; }  // begun so far
 
  private:

@@ -57,6 +57,9 @@ CASES = (
     ("json_schema_typed", json.dumps(TYPED_SCHEMA), json.dumps(TYPED_DOC)),
     ("json_schema_open", json.dumps(OPEN_SCHEMA), json.dumps(OPEN_DOC, ensure_ascii=False)),
 )
+# The open case again with its patterned string's trie walked whole, as before the per-DFA-state token sets
+# (src/engine/json_pattern_tokens.h): the two rows' ratios side by side are what the sets save.
+WALK_CASES = (("json_schema_open_walk",) + CASES[-1][1:],)
 
 
 def synthetic_vocabulary(size, seed=0):
@@ -94,8 +97,9 @@ def run_json_mask(scale, timing, progress=lambda s: None):
     bench = _core.JsonMaskBench(synthetic_vocabulary(size))
     rounds = _rounds(scale)
     rows = []
-    for name, schema, doc in CASES:
+    for name, schema, doc in CASES + WALK_CASES:
         progress(f"timing the {name} mask over a {size}-token vocabulary")
+        bench.use_pattern_sets(not name.endswith("_walk"))
         states = bench.prepare(schema, doc.encode())
         allowed = bench.mask() / states
         times = {"mask": [], "read": []}
