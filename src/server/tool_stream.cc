@@ -275,19 +275,9 @@ void ToolCallStream::read_mistral_args(ToolStreamStep& out) {
   offer(args_read_, args_name_, arguments, out);
 }
 
-std::vector<ToolCallStream::Partial> ToolCallStream::partial_calls(size_t& base) {
-  PythonicSoFar p = pythonic_calls_so_far(definite(), resume_);
-  std::vector<Partial> calls;
-  for (auto& [name, arguments] : p.calls) calls.push_back({std::move(name), std::move(arguments), {}});
-  base = settled_;
-  settled_ += p.settled;
-  if (p.settled > 0) resume_ = p.resume;
-  return calls;
-}
-
-void ToolCallStream::send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out) {
-  for (size_t i = base; i < base + calls.size() && (parallel_ || i == 0); ++i) {
-    const Partial& c = calls[i - base];
+void ToolCallStream::send(const std::vector<Partial>& calls, ToolStreamStep& out) {
+  for (size_t i = 0; i < calls.size() && (parallel_ || i == 0); ++i) {
+    const Partial& c = calls[i];
     if (c.name.empty()) return;  // calls are announced in order, each once its name is whole
     if (i == sent_.size()) {
       sent_.push_back({c.id.empty() ? new_tool_call_id(format_) : c.id, c.arguments});
@@ -351,9 +341,9 @@ ToolStreamStep ToolCallStream::push(std::string_view text) {
   } else if (format_ == ToolFormat::mistral) {
     read_mistral(definite(), out);
   } else if (format_ == ToolFormat::pythonic) {
-    size_t base = 0;
-    const std::vector<Partial> calls = partial_calls(base);
-    send(calls, base, out);
+    const std::vector<PythonicCallStream::Call>& calls = pythonic_.calls();
+    for (size_t i = pythonic_.feed(definite()); i < calls.size(); ++i)
+      offer(i, calls[i].name, calls[i].arguments, out);
   }
   return out;
 }
@@ -368,7 +358,7 @@ ToolStreamStep ToolCallStream::finish() {
   std::vector<Partial> calls;
   for (const ToolCall& c : a.calls)
     calls.push_back({c.name, c.arguments, format_ == ToolFormat::kimi_k2 ? c.id : std::string()});
-  send(calls, 0, out);
+  send(calls, out);
   return out;
 }
 

@@ -20,6 +20,7 @@
 
 #include "server/tool_call_scan.h"
 #include "server/tool_calls.h"
+#include "server/tool_format_pythonic.h"
 #include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
@@ -52,13 +53,10 @@ class ToolCallStream {
     std::string arguments;  // the text that may be sent
     std::string id;         // the model's own id (Kimi-K2's functions.NAME:IDX); empty: one is made
   };
-  // pythonic: the calls read so far in answer_'s definite text, from call `base` on (`settled_` of them are whole and
-  // followed by ','; reading resumes after them at `resume_`): each push reads the calls still open again.
-  std::vector<Partial> partial_calls(size_t& base);
   std::string_view definite() const;
-  // Hermes, Llama 3.x and Mistral read each byte a bounded number of times: the text (answer_'s definite text, or
-  // Mistral's joined segments) is read on from where the last push stopped, the open call's object through `call_`,
-  // and each call's reading as it grows goes to `offer`.
+  // Hermes, Llama 3.x and Mistral (pythonic: pythonic_) read each byte a bounded number of times: the text
+  // (answer_'s definite text, or Mistral's joined segments) is read on from where the last push stopped, the open
+  // call's object through `call_`, and each call's reading as it grows goes to `offer`.
   void read_hermes(std::string_view text, ToolStreamStep& out);
   void read_llama3(std::string_view text, ToolStreamStep& out);
   void read_mistral(std::string_view text, ToolStreamStep& out);
@@ -69,7 +67,8 @@ class ToolCallStream {
   // arguments have beyond what was sent (a call's reading only grows: its object's text as written, or a value's
   // reading once whole).
   void offer(size_t index, std::string_view name, std::string_view arguments, ToolStreamStep& out);
-  void send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out);
+  // finish: the whole answer's calls, each announced or completed as far as it was not sent.
+  void send(const std::vector<Partial>& calls, ToolStreamStep& out);
 
   ToolFormat format_;
   ToolMode mode_;
@@ -83,7 +82,6 @@ class ToolCallStream {
   };
   std::vector<Sent> sent_;
   size_t settled_ = 0;  // calls no later text can change (all sent by the push that settled them)
-  size_t resume_ = 0;   // pythonic: where reading continues after them
   static constexpr size_t npos = std::string_view::npos;
   // lead: before the first call (Hermes: the open block's body before its '{'); next: a call object may begin at
   // pos_; object: the call at object_ is open; after: it closed, its separator is awaited; stopped: no more calls
@@ -105,7 +103,8 @@ class ToolCallStream {
   std::string args_name_, args_whole_;
   bool args_whole_read_ = false;
   JsonValueEnd args_value_;
-  SectionCallStream sections_;  // DeepSeek-V3 / V3.1, Kimi-K2: read once, as the answer grows
+  SectionCallStream sections_;
+  PythonicCallStream pythonic_;  // DeepSeek-V3 / V3.1, Kimi-K2: read once, as the answer grows
 };
 
 }  // namespace attnzoo::server
