@@ -118,6 +118,138 @@ CallScan scan_call_object(std::string_view s, ToolFormat format) {
   }
 }
 
+size_t JsonValueEnd::advance(std::string_view s) {
+  if (end_ != npos || s.empty()) return end_;
+  const char first = s[0];
+  if (first == '"') {
+    if (i_ == 0) i_ = 1;
+    for (; i_ < s.size(); ++i_) {
+      if (escape_) escape_ = false;
+      else if (s[i_] == '\\') escape_ = true;
+      else if (s[i_] == '"') return end_ = i_ + 1;
+    }
+    return npos;
+  }
+  if (first == '{' || first == '[') {
+    for (; i_ < s.size(); ++i_) {
+      const char c = s[i_];
+      if (in_string_) {
+        if (escape_) escape_ = false;
+        else if (c == '\\') escape_ = true;
+        else if (c == '"') in_string_ = false;
+      } else if (c == '"') {
+        in_string_ = true;
+      } else if (c == '{' || c == '[') {
+        ++depth_;
+      } else if ((c == '}' || c == ']') && --depth_ == 0) {
+        return end_ = i_ + 1;
+      }
+    }
+    return npos;
+  }
+  // A scalar runs to the next ',', '}', ']' or whitespace (the first byte included: `{"name": }` ends at once).
+  const size_t end = s.find_first_of(",}] \t\r\n", i_);
+  i_ = s.size();
+  return end_ = end;
+}
+
+void CallObjectScanner::advance(std::string_view s) {
+  // The states are scan_call_object's loop cut where the text may run out; each resumes where the last one stopped.
+  const auto fail = [&] {
+    scan_.broken = true;
+    state_ = State::done;
+  };
+  const auto close = [&] {
+    scan_.closed = true;
+    scan_.end = i_ + 1;
+    state_ = State::done;
+  };
+  for (;;) {
+    switch (state_) {
+      case State::start:
+        if (s.empty()) return;
+        if (s[0] != '{') return fail();
+        i_ = 1;
+        state_ = State::key_space;
+        break;
+      case State::key_space:
+        i_ = skip_json_space(s, i_);
+        if (i_ >= s.size()) return;
+        if (first_ && s[i_] == '}') return close();
+        first_ = false;
+        if (s[i_] != '"') return fail();
+        key_begin_ = i_++;
+        escape_ = false;
+        state_ = State::key;
+        break;
+      case State::key:
+        for (; i_ < s.size(); ++i_) {
+          if (escape_) escape_ = false;
+          else if (s[i_] == '\\') escape_ = true;
+          else if (s[i_] == '"') break;
+        }
+        if (i_ >= s.size()) return;
+        ++i_;
+        if (!unquote(s.substr(key_begin_, i_ - key_begin_), key_)) return fail();
+        state_ = State::colon;
+        break;
+      case State::colon:
+        i_ = skip_json_space(s, i_);
+        if (i_ >= s.size()) return;
+        if (s[i_] != ':') return fail();
+        ++i_;
+        state_ = State::value_space;
+        break;
+      case State::value_space:
+        i_ = skip_json_space(s, i_);
+        if (i_ >= s.size()) return;
+        is_args_ = scan_.args_begin == CallScan::npos &&
+                   (key_ == "arguments" || (format_ == ToolFormat::llama3_json && key_ == "parameters"));
+        if (is_args_) scan_.args_begin = i_;
+        value_begin_ = i_;
+        value_.reset();
+        state_ = State::value;
+        break;
+      case State::value: {
+        const size_t end = value_.advance(s.substr(value_begin_));
+        if (end == JsonValueEnd::npos) {
+          i_ = s.size();
+          return;
+        }
+        i_ = value_begin_ + end;
+        if (is_args_) scan_.args_end = i_;
+        if (key_ == "name" && !scan_.has_name && s[value_begin_] == '"')
+          scan_.has_name = unquote(s.substr(value_begin_, i_ - value_begin_), scan_.name);
+        state_ = State::after;
+        break;
+      }
+      case State::after:
+        i_ = skip_json_space(s, i_);
+        if (i_ >= s.size()) return;
+        if (s[i_] == '}') return close();
+        if (s[i_] != ',') return fail();
+        ++i_;
+        state_ = State::key_space;
+        break;
+      case State::done:
+        return;
+    }
+  }
+}
+
+std::string_view CallObjectScanner::arguments(std::string_view object) {
+  if (scan_.broken) return {};
+  if (scan_.args_begin != CallScan::npos && object[scan_.args_begin] == '{') {
+    const size_t end = scan_.args_end != CallScan::npos ? scan_.args_end : object.size();
+    return object.substr(scan_.args_begin, end - scan_.args_begin);
+  }
+  if (scan_.args_end == CallScan::npos && !scan_.closed) return {};
+  // Whole from here on (the value, or the object without one): read once.
+  if (!whole_read_ && !call_arguments(object, scan_, whole_)) whole_.clear();
+  whole_read_ = true;
+  return whole_;
+}
+
 bool call_arguments(std::string_view s, const CallScan& scan, std::string& arguments) {
   if (scan.args_begin == CallScan::npos) {
     arguments = "{}";

@@ -34,6 +34,47 @@ CallScan scan_call_object(std::string_view text, ToolFormat format);
 // on (a scalar runs to the next ',', '}', ']' or whitespace).
 size_t json_value_end(std::string_view text, size_t at);
 
+// json_value_end read as the text grows: the value begins at the first byte of the text `advance` is given, and each
+// call's text extends the last one's; each byte is read once (the stream's open call, not the whole call per push).
+class JsonValueEnd {
+ public:
+  static constexpr size_t npos = std::string_view::npos;
+  // One past the value in `text` (npos while it may still go on), as json_value_end(text, 0) reads it.
+  size_t advance(std::string_view text);
+  void reset() { *this = JsonValueEnd(); }
+
+ private:
+  size_t i_ = 0, end_ = npos;
+  int depth_ = 0;
+  bool in_string_ = false, escape_ = false;
+};
+
+// scan_call_object read as the object's text grows (ToolCallStream's open call): `advance` takes the text from the
+// '{' so far, each call's extending the last one's, and reads only what it has beyond the last; scan() is then
+// what scan_call_object reads in that text. The arguments' whole-value reading (call_arguments) is kept once made.
+class CallObjectScanner {
+ public:
+  explicit CallObjectScanner(ToolFormat format = ToolFormat::hermes) : format_(format) {}
+  void advance(std::string_view object);
+  const CallScan& scan() const { return scan_; }
+  // read_partial's reading of the text last given: the name once whole (empty before), and the arguments' text that
+  // may be sent (an object's text as written so far, any other value only once whole).
+  std::string_view name() const { return scan_.has_name ? std::string_view(scan_.name) : std::string_view(); }
+  std::string_view arguments(std::string_view object);
+
+ private:
+  enum class State { start, key_space, key, colon, value_space, value, after, done };
+  ToolFormat format_;
+  CallScan scan_;
+  State state_ = State::start;
+  size_t i_ = 0, key_begin_ = 0, value_begin_ = 0;
+  bool first_ = true, escape_ = false, is_args_ = false;
+  std::string key_;
+  JsonValueEnd value_;
+  bool whole_read_ = false;  // whole_ holds call_arguments' reading (empty where it failed)
+  std::string whole_;
+};
+
 // A whole call's `arguments` as OpenAI reports it from the scanned value: an object's text as written, a string's
 // contents (a string holding an object), "{}" when absent or null; false when it is anything else.
 bool call_arguments(std::string_view text, const CallScan& scan, std::string& arguments);

@@ -18,26 +18,8 @@ class PythonicReader {
  public:
   explicit PythonicReader(std::string_view s) : s_(s) {}
 
-  // A streamed answer's calls as far as they are written: from the list's first call (`from` 0) or from `from`,
-  // just past a settled call's ','.
-  PythonicSoFar calls_so_far(size_t from) {
-    PythonicSoFar out;
-    space();
-    if (from == 0 && !eat('[')) return out;
-    if (from > 0) i_ = from;
-    for (;;) {
-      space();
-      std::string name, arguments;
-      bool closed = false;
-      if (!call_so_far(name, arguments, closed)) return out;
-      out.calls.push_back({std::move(name), std::move(arguments)});
-      if (!closed) return out;
-      space();
-      if (!eat(',')) return out;
-      out.settled = out.calls.size();
-      out.resume = i_;
-    }
-  }
+  size_t pos() const { return i_; }
+  void seek(size_t i) { i_ = i; }
 
   // The whole text as a list of calls; false on anything else.
   bool calls(std::vector<ToolCall>& out) {
@@ -56,11 +38,7 @@ class PythonicReader {
     return i_ == s_.size() && !out.empty();
   }
 
- private:
-  std::string_view s_;
-  size_t i_ = 0;
-  int depth_ = 0;
-
+ public:  // (PythonicCallStream reads a call piece by piece)
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
   bool eat(char c) {
     if (peek() != c) return false;
@@ -70,15 +48,41 @@ class PythonicReader {
   void space() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
   }
-  static bool word_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-  static bool word_char(char c) { return word_start(c) || (c >= '0' && c <= '9'); }
-
   std::string_view identifier() {
     const size_t b = i_;
     if (!word_start(peek())) return {};
     while (word_char(peek())) ++i_;
     return s_.substr(b, i_ - b);
   }
+
+  // One keyword of a call at i_ (what call() reads for it): once its value is followed by ',' or ')', its JSON
+  // pair joins `arguments` (the keywords `seen` before it not repeated) and its ',' is eaten; false while it is not
+  // so (not yet whole, or not a keyword argument).
+  bool keyword(std::set<std::string>& seen, std::string& arguments) {
+    const std::string_view key = identifier();
+    space();
+    if (key.empty() || !eat('=') || seen.contains(std::string(key))) return false;
+    space();
+    json::Writer w;  // one pair at a time: its text joins the ones before
+    w.begin_object().key(key);
+    if (!value(w)) return false;
+    space();
+    if (peek() != ',' && peek() != ')') return false;  // (a number may go on; the end may be cut)
+    eat(',');
+    seen.insert(std::string(key));
+    const std::string pair = w.end_object().take();
+    if (arguments.size() > 1) arguments += ',';
+    arguments += std::string_view(pair).substr(1, pair.size() - 2);
+    return true;
+  }
+
+ private:
+  std::string_view s_;
+  size_t i_ = 0;
+  int depth_ = 0;
+
+  static bool word_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+  static bool word_char(char c) { return word_start(c) || (c >= '0' && c <= '9'); }
 
   bool call(ToolCall& c) {
     const std::string_view name = identifier();
@@ -104,35 +108,6 @@ class PythonicReader {
     c.name = std::string(name);
     c.arguments = w.take();
     c.id = new_tool_call_id(ToolFormat::pythonic);
-    return true;
-  }
-
-  // The call at i_ as far as it is written: false until its name is followed by '('; then the arguments' JSON
-  // text for the keywords whose values are followed by ',' or ')' (what call() writes for them: a prefix of its
-  // text), and its '}' once the ')' came (`closed`).
-  bool call_so_far(std::string& name, std::string& arguments, bool& closed) {
-    name = std::string(identifier());
-    space();
-    if (name.empty() || !eat('(')) return false;
-    arguments = "{";
-    std::set<std::string_view> seen;
-    for (space(); !eat(')'); space()) {
-      const std::string_view key = identifier();
-      space();
-      if (key.empty() || !eat('=') || !seen.insert(key).second) return true;
-      space();
-      json::Writer w;  // one pair at a time: its text joins the ones before
-      w.begin_object().key(key);
-      if (!value(w)) return true;
-      space();
-      if (peek() != ',' && peek() != ')') return true;  // (a number may go on; the end may be cut)
-      eat(',');
-      const std::string pair = w.end_object().take();
-      if (arguments.size() > 1) arguments += ',';
-      arguments += std::string_view(pair).substr(1, pair.size() - 2);
-    }
-    arguments += '}';
-    closed = true;
     return true;
   }
 
@@ -296,8 +271,104 @@ ParsedAnswer parse_pythonic_tool_calls(std::string_view text) {
   return out;
 }
 
-PythonicSoFar pythonic_calls_so_far(std::string_view text, size_t from) {
-  return PythonicReader(text).calls_so_far(from);
+bool PythonicCallStream::keyword_may_end(std::string_view s) {
+  // Strings as PythonicReader::string reads them (a quote opens a triple-quoted one when three come: undecided
+  // while fewer than three bytes are there); a value that parses has its brackets balanced.
+  while (!ended_ && lex_ < s.size()) {
+    const char c = s[lex_];
+    if (quote_ != 0) {
+      if (c == '\\') {
+        lex_ += 2;
+      } else if (c == '\n' && !triple_) {
+        ended_ = true;  // not a string: the parse says so
+      } else if (c != quote_) {
+        ++lex_;
+      } else if (!triple_) {
+        quote_ = 0;
+        ++lex_;
+      } else if (s.size() - lex_ < 3) {
+        return false;
+      } else if (s.substr(lex_, 3) == std::string(3, quote_)) {
+        quote_ = 0;
+        lex_ += 3;
+      } else {
+        ++lex_;
+      }
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      if (s.size() - lex_ < 3 && s.find_first_not_of(c, lex_) == std::string_view::npos) return false;
+      triple_ = s.substr(lex_, 3) == std::string(3, c);
+      quote_ = c;
+      lex_ += triple_ ? 3 : 1;
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '{') ++depth_;
+    else if ((c == ')' || c == ']' || c == '}') && depth_ > 0) --depth_;
+    else if (c == ')' || c == ']' || c == '}' || c == ',') ended_ = true;
+    if (!ended_) ++lex_;
+  }
+  return ended_;
+}
+
+size_t PythonicCallStream::feed(std::string_view text) {
+  const size_t first = settled_;
+  PythonicReader r(text);
+  for (;;) {
+    switch (phase_) {
+      case Phase::list:  // read again from the start until the '[' (only whitespace comes before it)
+        r.seek(0);
+        r.space();
+        if (!r.eat('[')) return first;
+        pos_ = r.pos();
+        phase_ = Phase::name;
+        break;
+      case Phase::name: {  // read again until the '(' (the name may still grow)
+        r.seek(pos_);
+        r.space();
+        const std::string_view name = r.identifier();
+        r.space();
+        if (name.empty() || !r.eat('(')) return first;
+        calls_.push_back({std::string(name), "{"});
+        seen_.clear();
+        pos_ = lex_ = r.pos();
+        phase_ = Phase::keywords;
+        break;
+      }
+      case Phase::keywords:
+        r.seek(pos_);
+        r.space();
+        if (r.eat(')')) {
+          calls_.back().arguments += '}';
+          pos_ = r.pos();
+          phase_ = Phase::after;
+          break;
+        }
+        if (!keyword_may_end(text)) return first;
+        r.seek(pos_);
+        r.space();
+        if (!r.keyword(seen_, calls_.back().arguments)) return first;  // (read again next time)
+        pos_ = lex_ = r.pos();
+        depth_ = 0;
+        quote_ = 0;
+        ended_ = false;
+        break;
+      case Phase::after:
+        r.seek(pos_);
+        r.space();
+        if (r.pos() == text.size()) return first;
+        if (!r.eat(',')) {
+          phase_ = Phase::stopped;  // (no call after it; the whole answer's reading decides)
+          return first;
+        }
+        ++settled_;
+        pos_ = r.pos();
+        phase_ = Phase::name;
+        break;
+      case Phase::stopped:
+        return first;
+    }
+  }
 }
 
 bool may_be_pythonic_calls(std::string_view answer) {

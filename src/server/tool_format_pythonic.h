@@ -5,6 +5,7 @@
 // they come back as a JSON arguments object. An answer that is not exactly such a list (text around it, a positional
 // argument, a variable, an expression, an empty list) is content, as vLLM leaves it. Unlike vLLM (whose literal
 // check refuses `-1`), a negative number is a literal here.
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,12 +20,34 @@ ParsedAnswer parse_pythonic_tool_calls(std::string_view text);
 // A streamed answer's calls as far as they are written (ToolCallStream): each call's name once '(' follows it, then
 // its arguments' JSON text as parse_pythonic_tool_calls writes it, one keyword at a time (once its value is
 // followed by ',' or ')'), and the closing '}' at the ')': call i's texts are prefixes of the whole answer's
-// arguments of call i. `settled` calls are followed by ','; the next read resumes at `resume` (a `from`).
-struct PythonicSoFar {
-  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments so far
-  size_t settled = 0, resume = 0;
+// arguments of call i. Each byte is read a bounded number of times: a call's keywords are read once each, a value
+// parsed once a ',' or ')' outside its strings and brackets may end it (before that it cannot be whole). Where such
+// a value still does not parse (no call, at finish), it is read again per push, until the answer ends.
+class PythonicCallStream {
+ public:
+  struct Call {
+    std::string name, arguments;
+  };
+  // `text`: the answer so far, each call's extending the last one's. Returns the first call whose reading this text
+  // may have changed (the ones before it are whole and followed by ',').
+  size_t feed(std::string_view text);
+  const std::vector<Call>& calls() const { return calls_; }
+
+ private:
+  bool keyword_may_end(std::string_view text);
+
+  enum class Phase { list, name, keywords, after, stopped };
+  Phase phase_ = Phase::list;
+  size_t pos_ = 0;      // where the next read begins: the next call's name, keyword, or the ',' after a call
+  size_t settled_ = 0;  // calls whole and followed by ','
+  std::vector<Call> calls_;
+  std::set<std::string> seen_;  // the open call's keywords
+  // The open keyword scanned from pos_ for a ',' or ')' outside strings and brackets (ended_: one found).
+  size_t lex_ = 0;
+  int depth_ = 0;
+  char quote_ = 0;
+  bool triple_ = false, ended_ = false;
 };
-PythonicSoFar pythonic_calls_so_far(std::string_view text, size_t from);
 
 // While streaming: an answer that may still be a list of calls (only whitespace so far, or it begins with '[').
 bool may_be_pythonic_calls(std::string_view answer);

@@ -47,142 +47,237 @@ std::string_view ToolCallStream::definite() const {
   return a.substr(0, a.size() - hold);
 }
 
-// One call object's partial reading: its name once whole, and the arguments' text that may be sent. An object's
-// text goes out as written as it grows; any other value only once whole (a string's contents, null's "{}").
-static bool read_partial(std::string_view object, ToolFormat format, std::string& name, std::string& arguments,
-                         bool& closed) {
-  const CallScan scan = scan_call_object(object, format);
-  closed = scan.closed;
-  if (scan.broken) return false;
-  name = scan.has_name ? scan.name : std::string();
-  arguments.clear();
-  if (scan.args_begin != CallScan::npos && object[scan.args_begin] == '{') {
-    const size_t end = scan.args_end != CallScan::npos ? scan.args_end : object.size();
-    arguments = std::string(object.substr(scan.args_begin, end - scan.args_begin));
-  } else if (scan.args_end != CallScan::npos || scan.closed) {
-    if (!call_arguments(object, scan, arguments)) arguments.clear();
+namespace {
+
+// Where a search that found no `marker` in `text` resumes: one cut by the text's end begins in its last bytes.
+size_t search_resume(std::string_view text, std::string_view marker, size_t from) {
+  return std::max(from, text.size() >= marker.size() ? text.size() - marker.size() + 1 : size_t{0});
+}
+
+// Mistral's name[ARGS]value segment read whole (`last`: the answer's last segment, which may still grow): its name,
+// and the arguments that may be sent (an object's text as written, any other value once whole); false while it is
+// not such a segment.
+bool mistral_segment_call(std::string_view segment, bool last, std::string& name, std::string& arguments) {
+  std::string_view n;
+  size_t at = 0;
+  if (!mistral_args_call(segment, n, at)) return false;
+  name = std::string(n);
+  const std::string_view value = segment.substr(at);
+  const size_t end = json_value_end(value, 0);
+  if (!value.empty() && value[0] == '{') {
+    arguments = std::string(value.substr(0, end == std::string_view::npos ? value.size() : end));
+  } else if (end != std::string_view::npos || !last) {
+    CallScan scan;
+    scan.args_begin = 0;
+    scan.args_end = end == std::string_view::npos ? value.size() : end;
+    if (!call_arguments(value, scan, arguments)) arguments.clear();
   }
   return true;
 }
 
-ToolCallStream::Read ToolCallStream::hermes_calls(std::string_view text, size_t from) const {
-  Read out;
-  for (size_t at = text.find(kToolCallOpen, from); at != std::string_view::npos;) {
-    const size_t body = at + kToolCallOpen.size();
-    const size_t close = text.find(kToolCallClose, body);
-    const std::string_view block =
-        text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body);
-    const size_t start = skip_json_space(block, 0);
-    if (start == block.size()) return out;  // nothing yet (or an empty block: not a call)
-    Partial p;
-    bool closed = false;
-    if (!read_partial(block.substr(start), format_, p.name, p.arguments, closed)) return out;
-    out.calls.push_back(std::move(p));
-    if (close == std::string_view::npos) return out;
-    out.settled = out.calls.size();
-    out.resume = close + kToolCallClose.size();
-    at = text.find(kToolCallOpen, out.resume);
+constexpr std::string_view kMistralArgs = "[ARGS]";
+
+}  // namespace
+
+void ToolCallStream::offer(size_t i, std::string_view name, std::string_view arguments, ToolStreamStep& out) {
+  if (name.empty() || !(parallel_ || i == 0) || i > sent_.size()) return;
+  if (i == sent_.size()) {
+    sent_.push_back({new_tool_call_id(format_), std::string(arguments)});
+    out.calls.push_back({i, true, sent_[i].id, std::string(name), std::string(arguments)});
+    return;
   }
-  return out;
+  std::string& sent = sent_[i].arguments;
+  if (arguments.size() <= sent.size()) return;
+  out.calls.push_back({i, false, "", "", std::string(arguments.substr(sent.size()))});
+  sent.append(arguments.substr(sent.size()));
 }
 
-ToolCallStream::Read ToolCallStream::llama3_calls(std::string_view text, size_t from) const {
-  Read out;
-  size_t i = skip_json_space(text, from);
-  if (from == 0 && text.substr(i).starts_with(kPythonTag)) i = skip_json_space(text, i + kPythonTag.size());
-  while (i < text.size() && text[i] == '{') {
-    Partial p;
-    bool closed = false;
-    const std::string_view object = text.substr(i);
-    if (!read_partial(object, format_, p.name, p.arguments, closed)) return out;
-    out.calls.push_back(std::move(p));
-    if (!closed) return out;
-    i = skip_json_space(text, i + scan_call_object(object, format_).end);
-    if (i >= text.size() || text[i] != ';') return out;  // the end, or not calls after all (then content)
-    out.settled = out.calls.size();
-    out.resume = i + 1;
-    i = skip_json_space(text, i + 1);
-  }
-  return out;
-}
-
-ToolCallStream::Read ToolCallStream::mistral_calls(std::string_view text, size_t from) const {
-  Read out;
-  // (No marker begins in the content sent: the search starts where it stopped.)
-  const size_t first = text.find(kMistralCalls, content_sent_);
-  if (first == std::string_view::npos) return out;
-  const MistralSegments m = mistral_segments(text, first);
-  const std::string_view r = m.joined;
-  const size_t start = skip_json_space(r, 0);
-  if (start == r.size()) return out;
-  if (r[start] == '{' || r[start] == '[') {
-    // One object, or an array of them (`from`: an offset into the joined segments, after a settled element's ',').
-    size_t i = from > 0 ? skip_json_space(r, from) : r[start] == '[' ? skip_json_space(r, start + 1) : start;
-    while (i < r.size() && r[i] == '{') {
-      Partial p;
-      bool closed = false;
-      const std::string_view object = r.substr(i);
-      if (!read_partial(object, format_, p.name, p.arguments, closed)) return out;
-      out.calls.push_back(std::move(p));
-      if (!closed || r[start] != '[') return out;
-      i = skip_json_space(r, i + scan_call_object(object, format_).end);
-      if (i >= r.size() || r[i] != ',') return out;
-      out.settled = out.calls.size();
-      out.resume = i + 1;
-      i = skip_json_space(r, i + 1);
+void ToolCallStream::read_objects(std::string_view text, char separator, ToolStreamStep& out) {
+  for (;;) {
+    switch (phase_) {
+      case Phase::next:
+        pos_ = skip_json_space(text, pos_);
+        if (pos_ >= text.size()) return;
+        if (text[pos_] != '{') {
+          phase_ = Phase::stopped;  // not calls after all (content, at finish)
+          return;
+        }
+        object_ = pos_;
+        call_ = CallObjectScanner(format_);
+        phase_ = Phase::object;
+        break;
+      case Phase::object: {
+        const std::string_view object = text.substr(object_);
+        call_.advance(object);
+        if (call_.scan().broken) {
+          phase_ = Phase::stopped;
+          return;
+        }
+        offer(settled_, call_.name(), call_.arguments(object), out);
+        if (!call_.scan().closed) return;
+        if (separator == 0) {
+          phase_ = Phase::stopped;
+          return;
+        }
+        pos_ = object_ + call_.scan().end;
+        phase_ = Phase::after;
+        break;
+      }
+      case Phase::after:
+        pos_ = skip_json_space(text, pos_);
+        if (pos_ >= text.size()) return;
+        if (text[pos_] != separator) {
+          phase_ = Phase::stopped;
+          return;
+        }
+        ++settled_;
+        ++pos_;
+        phase_ = Phase::next;
+        break;
+      default:
+        return;
     }
-    return out;
   }
-  if (from > 0) return out;  // (only the JSON forms resume)
-  // name[ARGS]{...} after each [TOOL_CALLS].
-  for (size_t s = 0; s < m.segments.size(); ++s) {
+}
+
+void ToolCallStream::read_hermes(std::string_view text, ToolStreamStep& out) {
+  while (phase_ != Phase::stopped) {
+    if (body_ == npos) {
+      const size_t at = text.find(kToolCallOpen, pos_);
+      if (at == npos) {
+        pos_ = search_resume(text, kToolCallOpen, pos_);
+        return;
+      }
+      body_ = pos_ = close_search_ = at + kToolCallOpen.size();
+      phase_ = Phase::lead;
+      call_ = CallObjectScanner(format_);
+    }
+    const size_t close = text.find(kToolCallClose, close_search_);
+    close_search_ = close == npos ? search_resume(text, kToolCallClose, close_search_) : close;
+    const size_t end = close == npos ? text.size() : close;
+    if (phase_ == Phase::lead) {
+      pos_ = skip_json_space(text.substr(0, end), pos_);
+      if (pos_ == end) {
+        if (close != npos) phase_ = Phase::stopped;  // an empty block: not a call, and none after it streams
+        return;
+      }
+      object_ = pos_;
+      phase_ = Phase::object;
+    }
+    // The block's text from its first non-space (a '{' or not: the scan says broken), cut at </tool_call>.
+    const std::string_view object = text.substr(object_, end - object_);
+    call_.advance(object);
+    if (call_.scan().broken) {
+      phase_ = Phase::stopped;
+      return;
+    }
+    offer(settled_, call_.name(), call_.arguments(object), out);
+    if (close == npos) return;
+    ++settled_;
+    body_ = npos;
+    pos_ = close + kToolCallClose.size();
+  }
+}
+
+void ToolCallStream::read_llama3(std::string_view text, ToolStreamStep& out) {
+  if (phase_ == Phase::lead) {
+    // Read from the start again while no call has begun: only whitespace and <|python_tag|> come before one.
+    size_t i = skip_json_space(text, 0);
+    if (text.substr(i).starts_with(kPythonTag)) i = skip_json_space(text, i + kPythonTag.size());
+    if (i >= text.size() || text[i] != '{') return;
+    pos_ = i;
+    phase_ = Phase::next;
+  }
+  read_objects(text, ';', out);
+}
+
+void ToolCallStream::read_mistral(std::string_view text, ToolStreamStep& out) {
+  if (mistral_first_ == npos) {
+    // (No marker begins in the content sent: the search starts where it stopped.)
+    mistral_first_ = text.find(kMistralCalls, content_sent_);
+    if (mistral_first_ == npos) return;
+    joined_upto_ = mistral_first_ + kMistralCalls.size();
+    segments_ = {0};
+  }
+  // The new text joined, its markers dropped (none is cut by the definite text's end: a tail that may begin one is
+  // held back).
+  for (;;) {
+    const size_t next = text.find(kMistralCalls, joined_upto_);
+    joined_.append(text.substr(joined_upto_, (next == npos ? text.size() : next) - joined_upto_));
+    if (next == npos) {
+      joined_upto_ = text.size();
+      break;
+    }
+    segments_.push_back(joined_.size());
+    joined_upto_ = next + kMistralCalls.size();
+  }
+  if (phase_ == Phase::lead) {
+    pos_ = skip_json_space(joined_, pos_);
+    if (pos_ == joined_.size()) return;
+    // One object, or an array of them; else name[ARGS]value segments.
+    mistral_json_ = joined_[pos_] == '{' || joined_[pos_] == '[';
+    array_ = joined_[pos_] == '[';
+    if (array_) ++pos_;
+    phase_ = Phase::next;
+  }
+  if (mistral_json_) read_objects(joined_, array_ ? ',' : 0, out);
+  else read_mistral_args(out);
+}
+
+void ToolCallStream::read_mistral_args(ToolStreamStep& out) {
+  const std::string_view r = joined_;
+  // Segments a later [TOOL_CALLS] ended: read whole, once.
+  for (; phase_ != Phase::stopped && args_read_ + 1 < segments_.size(); ++args_read_) {
+    std::string name, arguments;
+    const size_t begin = segments_[args_read_];
+    if (!mistral_segment_call(r.substr(begin, segments_[args_read_ + 1] - begin), false, name, arguments)) {
+      phase_ = Phase::stopped;
+      return;
+    }
+    offer(args_read_, name, arguments, out);
+    args_search_ = 0;
+    value_ = npos;
+    args_whole_read_ = false;
+    args_value_.reset();
+  }
+  if (phase_ == Phase::stopped) return;
+  // The last segment, read on from where the last push stopped: [ARGS], the name before it, the value's end.
+  const std::string_view segment = r.substr(segments_.back());
+  if (value_ == npos) {
+    const size_t args = segment.find(kMistralArgs, args_search_);
+    if (args == npos) {
+      args_search_ = search_resume(segment, kMistralArgs, args_search_);
+      return;
+    }
     std::string_view name;
-    size_t at = 0;
-    if (!mistral_args_call(m.segments[s], name, at)) return out;
-    const std::string_view value = m.segments[s].substr(at);
-    Partial p;
-    p.name = std::string(name);
-    const bool last = s + 1 == m.segments.size();
-    const size_t end = json_value_end(value, 0);
-    if (!value.empty() && value[0] == '{') {
-      p.arguments = std::string(value.substr(0, end == std::string_view::npos ? value.size() : end));
-    } else if (end != std::string_view::npos || !last) {
+    if (!mistral_args_call(segment.substr(0, args + kMistralArgs.size()), name, value_)) {
+      phase_ = Phase::stopped;  // (its name is what precedes its first [ARGS]: it stays wrong)
+      return;
+    }
+    args_name_ = std::string(name);
+  }
+  value_ = skip_json_space(segment, value_);
+  const std::string_view value = segment.substr(value_);
+  std::string_view arguments;
+  const size_t end = value.empty() ? npos : args_value_.advance(value);
+  if (!value.empty() && value[0] == '{') {
+    arguments = value.substr(0, end == npos ? value.size() : end);
+  } else if (end != npos) {
+    if (!args_whole_read_) {
       CallScan scan;
       scan.args_begin = 0;
-      scan.args_end = end == std::string_view::npos ? value.size() : end;
-      if (!call_arguments(value, scan, p.arguments)) p.arguments.clear();
+      scan.args_end = end;
+      if (!call_arguments(value, scan, args_whole_)) args_whole_.clear();
+      args_whole_read_ = true;
     }
-    out.calls.push_back(std::move(p));
+    arguments = args_whole_;
   }
-  return out;
+  offer(args_read_, args_name_, arguments, out);
 }
 
-ToolCallStream::Read ToolCallStream::pythonic_calls(std::string_view text, size_t from) const {
-  PythonicSoFar p = pythonic_calls_so_far(text, from);
-  Read out;
-  for (auto& [name, arguments] : p.calls) out.calls.push_back({std::move(name), std::move(arguments), {}});
-  out.settled = p.settled;
-  out.resume = p.resume;
-  return out;
-}
-
-std::vector<ToolCallStream::Partial> ToolCallStream::partial_calls(size_t& base) {
-  const std::string_view text = definite();
-  // (The sections have their own reader: push.)
-  Read r = format_ == ToolFormat::hermes        ? hermes_calls(text, resume_)
-           : format_ == ToolFormat::mistral     ? mistral_calls(text, resume_)
-           : format_ == ToolFormat::llama3_json ? llama3_calls(text, resume_)
-           : format_ == ToolFormat::pythonic    ? pythonic_calls(text, resume_)
-                                                : Read{};
-  base = settled_;
-  settled_ += r.settled;
-  if (r.settled > 0) resume_ = r.resume;
-  return std::move(r.calls);
-}
-
-void ToolCallStream::send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out) {
-  for (size_t i = base; i < base + calls.size() && (parallel_ || i == 0); ++i) {
-    const Partial& c = calls[i - base];
+void ToolCallStream::send(const std::vector<Partial>& calls, ToolStreamStep& out) {
+  for (size_t i = 0; i < calls.size() && (parallel_ || i == 0); ++i) {
+    const Partial& c = calls[i];
     if (c.name.empty()) return;  // calls are announced in order, each once its name is whole
     if (i == sent_.size()) {
       sent_.push_back({c.id.empty() ? new_tool_call_id(format_) : c.id, c.arguments});
@@ -239,9 +334,17 @@ ToolStreamStep ToolCallStream::push(std::string_view text) {
     }
     return out;
   }
-  size_t base = 0;
-  const std::vector<Partial> calls = partial_calls(base);
-  send(calls, base, out);
+  if (format_ == ToolFormat::hermes) {
+    read_hermes(definite(), out);
+  } else if (format_ == ToolFormat::llama3_json) {
+    read_llama3(definite(), out);
+  } else if (format_ == ToolFormat::mistral) {
+    read_mistral(definite(), out);
+  } else if (format_ == ToolFormat::pythonic) {
+    const std::vector<PythonicCallStream::Call>& calls = pythonic_.calls();
+    for (size_t i = pythonic_.feed(definite()); i < calls.size(); ++i)
+      offer(i, calls[i].name, calls[i].arguments, out);
+  }
   return out;
 }
 
@@ -255,7 +358,7 @@ ToolStreamStep ToolCallStream::finish() {
   std::vector<Partial> calls;
   for (const ToolCall& c : a.calls)
     calls.push_back({c.name, c.arguments, format_ == ToolFormat::kimi_k2 ? c.id : std::string()});
-  send(calls, 0, out);
+  send(calls, out);
   return out;
 }
 

@@ -18,7 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include "server/tool_call_scan.h"
 #include "server/tool_calls.h"
+#include "server/tool_format_pythonic.h"
 #include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
@@ -51,22 +53,22 @@ class ToolCallStream {
     std::string arguments;  // the text that may be sent
     std::string id;         // the model's own id (Kimi-K2's functions.NAME:IDX); empty: one is made
   };
-  // Calls read from `text` on, `from` past the ones already settled: `settled` of them are whole and followed by
-  // what begins the next (a closing tag, ';', ','), so no later text changes them; the next read resumes at
-  // `resume`. Each push then reads only the calls still open, not the whole answer again.
-  struct Read {
-    std::vector<Partial> calls;
-    size_t settled = 0, resume = 0;
-  };
-  // The calls read so far in answer_'s definite text (a tail that may begin a marker left out), from call `base` on
-  // (the settled ones before it were sent whole when they settled).
-  std::vector<Partial> partial_calls(size_t& base);
-  Read hermes_calls(std::string_view text, size_t from) const;
-  Read llama3_calls(std::string_view text, size_t from) const;
-  Read mistral_calls(std::string_view text, size_t from) const;
-  Read pythonic_calls(std::string_view text, size_t from) const;
   std::string_view definite() const;
-  void send(const std::vector<Partial>& calls, size_t base, ToolStreamStep& out);
+  // Hermes, Llama 3.x and Mistral (pythonic: pythonic_) read each byte a bounded number of times: the text
+  // (answer_'s definite text, or Mistral's joined segments) is read on from where the last push stopped, the open
+  // call's object through `call_`, and each call's reading as it grows goes to `offer`.
+  void read_hermes(std::string_view text, ToolStreamStep& out);
+  void read_llama3(std::string_view text, ToolStreamStep& out);
+  void read_mistral(std::string_view text, ToolStreamStep& out);
+  void read_mistral_args(ToolStreamStep& out);
+  // Call objects one after another, `separator` between them (0: one object only).
+  void read_objects(std::string_view text, char separator, ToolStreamStep& out);
+  // Call `index` read so far: announced once its name is whole (after every call before it), then what its
+  // arguments have beyond what was sent (a call's reading only grows: its object's text as written, or a value's
+  // reading once whole).
+  void offer(size_t index, std::string_view name, std::string_view arguments, ToolStreamStep& out);
+  // finish: the whole answer's calls, each announced or completed as far as it was not sent.
+  void send(const std::vector<Partial>& calls, ToolStreamStep& out);
 
   ToolFormat format_;
   ToolMode mode_;
@@ -80,8 +82,29 @@ class ToolCallStream {
   };
   std::vector<Sent> sent_;
   size_t settled_ = 0;  // calls no later text can change (all sent by the push that settled them)
-  size_t resume_ = 0;   // where reading continues after them
-  SectionCallStream sections_;  // DeepSeek-V3 / V3.1, Kimi-K2: read once, as the answer grows
+  static constexpr size_t npos = std::string_view::npos;
+  // lead: before the first call (Hermes: the open block's body before its '{'); next: a call object may begin at
+  // pos_; object: the call at object_ is open; after: it closed, its separator is awaited; stopped: no more calls
+  // stream (the whole answer's reading, at finish, has the last word).
+  enum class Phase { lead, next, object, after, stopped };
+  Phase phase_ = Phase::lead;
+  size_t pos_ = 0, object_ = 0;
+  CallObjectScanner call_;
+  size_t body_ = npos, close_search_ = 0;  // Hermes: the open block's body (npos: none), its closing tag's search
+  // Mistral: the text after each [TOOL_CALLS] from the first (mistral_first_) on, joined as mistral_segments joins
+  // it, as far as answer_'s definite text has been read (joined_upto_); where each segment begins in it.
+  size_t mistral_first_ = npos, joined_upto_ = 0;
+  std::string joined_;
+  std::vector<size_t> segments_;
+  bool mistral_json_ = false, array_ = false;
+  // Mistral's name[ARGS]value segments: how many are read whole (a later [TOOL_CALLS] ended them); the last one's
+  // [ARGS] search, name, value start and end.
+  size_t args_read_ = 0, args_search_ = 0, value_ = npos;
+  std::string args_name_, args_whole_;
+  bool args_whole_read_ = false;
+  JsonValueEnd args_value_;
+  SectionCallStream sections_;
+  PythonicCallStream pythonic_;  // DeepSeek-V3 / V3.1, Kimi-K2: read once, as the answer grows
 };
 
 }  // namespace attnzoo::server

@@ -14,6 +14,8 @@
 #include "server/tool_request.h"
 #include "testing/stream_split_testing.h"
 
+#include <algorithm>
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -119,6 +121,10 @@ std::vector<Case> cases() {
       {H, A, "<tool_call>{\"name\":\"f\",\"arguments\":{\"a\":1}}</tool_call><tool_call>{\"name\":\"g\",\"arguments\":{}}</tool_call>",
        1, false},
       {H, A, "no calls here, only a < and a <tool", 0},
+      // A block without a name settles unannounced: nothing after it streams (the whole answer is content).
+      {H, A, "<tool_call>{\"arguments\": {}}</tool_call><tool_call>{\"name\": \"g\", \"arguments\": {\"a\": 1}}</tool_call>",
+       0},
+      {H, A, "<tool_call> </tool_call><tool_call>{\"name\": \"g\"}</tool_call>", 0},
       {L, A, "{\"name\": \"f\", \"parameters\": {\"a\": \"};{\"}}; {\"name\": \"g\", \"arguments\": {}}", 2},
       {L, A, "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"x\": 1.5e3}}", 1},
       {L, A, " plain text {\"name\": \"f\"}", 0},
@@ -130,6 +136,7 @@ std::vector<Case> cases() {
       {M, A, "[TOOL_CALLS] {\"name\": \"f\", \"arguments\": {\"a\": \"[x]\"}}", 1},
       {M, A, "[TOOL_CALLS]f[ARGS]{\"a\": 1}[TOOL_CALLS]g[CALL_ID]abc123def[ARGS] {\"b\": [2]}", 2},
       {M, A, "Just text with a [TOOL", 0},
+      {M, A, "[TOOL_CALLS]f[ARGS]\"{\\\"a\\\": 1}\"[TOOL_CALLS]g[ARGS]null[TOOL_CALLS]h[ARGS] {\"s\": \"[ARGS]\"}", 3},
       {H, F, "{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>",
        2},
       {H, F, "{\"name\": \"f\", \"arguments\": {\"a\": 1}}", 1},
@@ -220,6 +227,83 @@ TEST(ToolStreamSplits, ArgumentsGoOutAsTheyAreWritten) {
   const Streamed s = run(ToolFormat::hermes, ToolMode::automatic, true, {text.substr(0, half)});
   ASSERT_EQ(s.names.size(), 1u);
   EXPECT_EQ(s.arguments_before_finish, std::string("{\"text\": \"abcde").size());
+}
+
+// Arguments of about `bytes` bytes: a string with escapes, braces, brackets and the starts of markers, nested values.
+std::string long_arguments(size_t bytes) {
+  std::string a = "{\"text\": \"";
+  for (size_t i = 0; a.size() < bytes; ++i) a += i % 4 == 0 ? "\\\"{[</tool ;, [TOOL_ [ARGS] \\\\ " : "na\xc3\xafve words ";
+  return a + "\", \"list\": [1, {\"b\": [null, \"}\"]}, -2.5e3], \"t\": true}";
+}
+
+std::string quoted(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  return q + "\"";
+}
+
+// Two long calls in each format these streams read incrementally (Hermes with string arguments too; pythonic's as
+// Python strings, which go out whole, at their keyword's end).
+std::vector<Case> long_calls(const std::string& args) {
+  const ToolMode A = ToolMode::automatic;
+  return {
+      {ToolFormat::hermes, A,
+       "Text <tool_call>\n{\"name\": \"f\", \"arguments\": " + args + "}\n</tool_call>\n<tool_call>{\"name\": \"g\", "
+       "\"arguments\": " + args + "}</tool_call>", 2},
+      {ToolFormat::hermes, A, "<tool_call>{\"arguments\": " + quoted(args) + ", \"name\": \"f\"}</tool_call>", 1},
+      {ToolFormat::llama3_json, A,
+       "{\"name\": \"f\", \"parameters\": " + args + "}; {\"name\": \"g\", \"parameters\": " + args + "}", 2},
+      {ToolFormat::mistral, A,
+       "Hi[TOOL_CALLS][{\"name\": \"f\", \"arguments\": " + args + "}, {\"name\": \"g\", \"arguments\": " + args + "}]", 2},
+      {ToolFormat::mistral, A, "[TOOL_CALLS]f[ARGS]" + args + "[TOOL_CALLS]g[ARGS] " + args, 2},
+      {ToolFormat::pythonic, A,
+       "[f(text=" + quoted(args) + ", n=[1, {'b': None}], t=True), g(s='''" + args + "''', u=-2.5)]", 2},
+  };
+}
+
+// Long calls fed a byte at a time and in random pieces read as the whole answer does, their arguments out before
+// the choice ends.
+TEST(ToolStreamSplits, LongCallsByteByByteAndInPieces) {
+  std::mt19937 rng(3);
+  for (const Case& c : long_calls(long_arguments(64 * 1024))) {
+    const ParsedAnswer w = whole(c);
+    ASSERT_EQ(w.calls.size(), c.calls) << label(c).substr(0, 80);
+    size_t total = 0;
+    for (const ToolCall& call : w.calls) total += call.arguments.size();
+    std::vector<std::string> bytes, pieces;
+    for (char ch : c.text) bytes.push_back(std::string(1, ch));
+    for (size_t at = 0; at < c.text.size(); at += pieces.back().size())
+      pieces.push_back(c.text.substr(at, rng() % 64));
+    for (const auto* p : {&bytes, &pieces}) {
+      const Streamed s = run(c, *p);
+      expect_same(w, s, label(c).substr(0, 80));
+      EXPECT_EQ(s.arguments_before_finish, total) << label(c).substr(0, 80);
+    }
+  }
+}
+
+// A push reads its own bytes (and a marker's length around them), not the open call again: a call 8 times as long
+// costs about 8 times as much to stream in 4-byte tokens, where reading the open call per push costs about 64 times.
+TEST(ToolStreamSplits, APushCostsItsOwnBytesNotTheCallsLength) {
+  const auto cost = [](const Case& c) {
+    double best = 1e30;
+    for (int round = 0; round < 3; ++round) {
+      const auto t0 = std::chrono::steady_clock::now();
+      ToolCallStream s(c.format, c.mode, c.parallel);
+      size_t deltas = 0;
+      for (size_t at = 0; at < c.text.size(); at += 4) deltas += s.push(c.text.substr(at, 4)).calls.size();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (c.format != ToolFormat::pythonic)  // the arguments went out as they grew
+        EXPECT_GT(deltas, c.text.size() / 8) << label(c).substr(0, 80);
+    }
+    return best;
+  };
+  const std::vector<Case> small = long_calls(long_arguments(16 * 1024)), large = long_calls(long_arguments(128 * 1024));
+  for (size_t i = 0; i < small.size(); ++i) {
+    if (small[i].text.find("\"arguments\": \"") != std::string::npos) continue;  // (string arguments go out whole)
+    const double ratio = cost(large[i]) / cost(small[i]);
+    EXPECT_LT(ratio, 24) << label(small[i]).substr(0, 80);
+  }
 }
 
 // One malformed Hermes block turns the whole answer into content (vLLM's rule): calls announced before it stay
