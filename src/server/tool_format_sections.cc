@@ -221,22 +221,8 @@ size_t resume_after(std::string_view text, std::initializer_list<std::string_vie
 }  // namespace
 
 void SectionCallStream::arguments(std::string_view text, size_t block_end, std::vector<Delta>& out) {
-  for (; !object_closed_ && scan_ < block_end; ++scan_) {
-    const char c = text[scan_];
-    if (in_string_) {
-      if (escape_) escape_ = false;
-      else if (c == '\\') escape_ = true;
-      else if (c == '"') in_string_ = false;
-    } else if (c == '"') {
-      in_string_ = true;
-    } else if (c == '{' || c == '[') {
-      ++depth_;
-    } else if ((c == '}' || c == ']') && --depth_ == 0) {
-      object_closed_ = true;
-      object_end_ = scan_ + 1;
-    }
-  }
-  const size_t end = object_closed_ ? object_end_ : block_end;
+  const size_t object_end = object_.advance(text.substr(args_, block_end - args_));
+  const size_t end = object_end == JsonValueEnd::npos ? block_end : args_ + object_end;
   if (end <= sent_) return;
   if (out.empty() || out.back().index != calls_ - 1) out.push_back({calls_ - 1, false, "", "", ""});
   out.back().arguments += text.substr(sent_, end - sent_);
@@ -269,8 +255,7 @@ std::vector<SectionCallStream::Delta> SectionCallStream::feed(std::string_view t
       in_block_ = true;
       body_ = searched_ = call + m.call_begin.size();
       head_ = HeadState::more;
-      depth_ = 0;
-      in_string_ = escape_ = object_closed_ = false;
+      object_.reset();
     }
     // A block ends at its end marker, or where the next block or the section's end begins.
     const size_t limit = earliest(text, {m.call_end, m.call_begin, m.section_end}, searched_);
@@ -282,7 +267,7 @@ std::vector<SectionCallStream::Delta> SectionCallStream::feed(std::string_view t
       const Head r = read_head(f_, block, h);
       if (r == Head::whole) {
         head_ = HeadState::whole;
-        scan_ = sent_ = body_ + h.args;
+        args_ = sent_ = body_ + h.args;
         out.push_back({calls_++, true, std::move(h.name), f_ == ToolFormat::kimi_k2 ? std::move(h.id) : "", ""});
       } else if (r == Head::broken) {
         head_ = HeadState::broken;

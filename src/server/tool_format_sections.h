@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/tool_call_scan.h"
 #include "server/tool_calls.h"
 
 namespace attnzoo::server {
@@ -58,13 +59,12 @@ class SectionCallStream {
   size_t pos_ = 0;       // where the section's marker, or the next block, is searched for
   size_t calls_ = 0;     // calls announced
   // The open block: its first byte, where its end markers are searched for next, its head (whole: announced as call
-  // calls_ - 1; broken: never a call), and its arguments' object scanned as far as `scan_` (the brace depth, inside a
-  // string, after a backslash) and sent as far as `sent_`.
+  // calls_ - 1; broken: never a call), and its arguments' object from `args_`, read as it grows and sent as far as
+  // `sent_`.
   size_t body_ = 0, searched_ = 0;
   enum class HeadState { more, whole, broken } head_ = HeadState::more;
-  size_t scan_ = 0, sent_ = 0, object_end_ = 0;
-  int depth_ = 0;
-  bool in_string_ = false, escape_ = false, object_closed_ = false;
+  size_t args_ = 0, sent_ = 0;
+  JsonValueEnd object_;
 };
 
 // deepseek_v3 / deepseek_v31 / kimi_k2: the function's name is written outside the JSON, so a forced call names its
