@@ -166,7 +166,7 @@ void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivati
       int32_t sum[2] = {0, 0};
       for (size_t i = 0; i < 32; i += L) {
         const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), hn::Set(df, id)));  // |qi| <= 127
-        hn::StoreU(hn::DemoteTo(d16, qi), d16, o.q + t * K + 32 * b + i);
+        if (o.q) hn::StoreU(hn::DemoteTo(d16, qi), d16, o.q + t * K + 32 * b + i);
         sum[i / 16] += hn::GetLane(hn::SumOfLanes(di, qi));
         if (o.xs8) hn::StoreU(hn::DemoteTo(d8, qi), d8, o.xs8 + t * o.ld8 + 32 * b + i);
       }
@@ -175,13 +175,14 @@ void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivati
       o.dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
       o.xsum16[t * (K / 16) + 2 * b] = sum[0];
       o.xsum16[t * (K / 16) + 2 * b + 1] = sum[1];
-      if (o.xs8)
+      if (o.dx8)
         for (size_t l = 0; l < 8; l += hn::Lanes(df8)) hn::StoreU(hn::Set(df8, db), df8, o.dx8 + t * (o.ld8 / 4) + 8 * b + l);
     }
-    if (o.xs8) {  // padding: the value 0 (scale 0), so that a row's last odd block can be read as a pair
+    // padding: the value 0 (scale 0), so that a row's last odd block can be read as a pair
+    if (o.xs8)
       for (size_t k = K; k < o.ld8; ++k) o.xs8[t * o.ld8 + k] = 0;
+    if (o.dx8)
       for (size_t l = K / 4; l < o.ld8 / 4; ++l) o.dx8[t * (o.ld8 / 4) + l] = 0.f;
-    }
   }
 }
 
