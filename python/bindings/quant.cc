@@ -163,9 +163,82 @@ struct Avx2GroupRows {
   std::optional<Avx2GroupRowsScope> scope;
 };
 
+// The 8-bit activation quantization of the integer rows with buffers held, for the kernel bench's side-by-side
+// section (bench/act_quant.py): "all" writes every array as each VNNI / AVX2 call did before the routes took only
+// theirs (the int16 copy, the 8-bit rows, the per-lane scales and, in a second pass, the lane sums), "gguf" what
+// those rows over GGUF blocks read (no int16 copy), "regrouped" what the regrouped rows read (the 8-bit rows and
+// the block sums).
+struct ActivationQuantizer {
+  int64_t T, K;
+  size_t ld8;
+  AlignedBuffer<int16_t> q;
+  AlignedBuffer<float> d, dsum16, dsum32, dx8, dxsum4;
+  AlignedBuffer<int8_t> xs8;
+  AlignedBuffer<int32_t> xsum16, neg8, neg128;
+
+  ActivationQuantizer(int64_t t, int64_t k) : T(t), K(k), ld8(size_t(k + 63) / 64 * 64) {
+    require(t > 0, "T", "expected a positive token count, got " + std::to_string(t));
+    require(k > 0 && k % 32 == 0, "K", "expected a positive multiple of 32, got " + std::to_string(k));
+    require(quant_gemv_avx2_enabled(), "target", "the 8-bit rows need an AVX2 or AVX-512 target");
+    const size_t rows = size_t(t), lanes = rows * ld8 / 4;
+    q.resize(rows * size_t(k));
+    for (auto* b : {&d, &dsum32}) b->resize(rows * size_t(k / 32));
+    dsum16.resize(rows * size_t(k / 16));
+    xsum16.resize(rows * size_t(k / 16));
+    xs8.resize(rows * ld8);
+    for (auto* b : {&dx8, &dxsum4}) b->resize(lanes);
+    for (auto* b : {&neg8, &neg128}) b->resize(lanes);
+  }
+
+  void run(const AnyArray& x, const std::string& arrays) {
+    require(arrays == "all" || arrays == "gguf" || arrays == "regrouped", "arrays",
+            "expected 'all', 'gguf' or 'regrouped', got '" + arrays + "'");
+    const TensorView v = as_view(x, "x");
+    require(v.dtype == DType::f32 && v.is_contiguous() && v.numel() == T * K, "x",
+            "expected a contiguous float32 array of T x K = " + std::to_string(T * K) + " values");
+    const bool lanes = arrays != "regrouped";
+    const QuantActivationsOut o{.q = arrays == "all" ? q.data() : nullptr,
+                                .d = d.data(),
+                                .dsum16 = dsum16.data(),
+                                .dsum32 = dsum32.data(),
+                                .xsum16 = xsum16.data(),
+                                .xs8 = xs8.data(),
+                                .dx8 = lanes ? dx8.data() : nullptr,
+                                .xsum4_neg8 = lanes ? neg8.data() : nullptr,
+                                .xsum4_neg128 = lanes ? neg128.data() : nullptr,
+                                .dxsum4 = lanes ? dxsum4.data() : nullptr,
+                                .ld8 = ld8};
+    KernelScope scope;
+    quantize_activations(v.ptr<float>(), size_t(T), size_t(K), o);
+    if (lanes && quant_gemv_vnni_enabled()) quant_vnni_lane_sums(size_t(T), o);
+    if (lanes && !quant_gemv_vnni_enabled()) quant_avx2_lane_sums(size_t(T), o);
+  }
+
+  // The arrays every form writes (the 8-bit rows, d, the sums), as bytes: the forms must agree on them.
+  nb::bytes common() const {
+    std::string out;
+    auto add = [&](const auto& b) { out.append(reinterpret_cast<const char*>(b.data()), b.size() * sizeof(b[0])); };
+    add(xs8);
+    add(d);
+    add(dsum16);
+    add(dsum32);
+    add(xsum16);
+    return nb::bytes(out.data(), out.size());
+  }
+};
+
 }  // namespace
 
 void bind_quant(nb::module_& m) {
+  nb::class_<ActivationQuantizer>(m, "ActivationQuantizer",
+                                  "The integer rows' 8-bit activation quantization of T x K values, buffers held "
+                                  "(the kernel bench's side by side).")
+      .def(nb::init<int64_t, int64_t>(), nb::arg("T"), nb::arg("K"))
+      .def("run", &ActivationQuantizer::run, nb::arg("x"), nb::arg("arrays"),
+           "Quantizes x [T, K] into the arrays a route reads: 'all' (every array, the lane sums in a second pass: "
+           "what each VNNI / AVX2 call wrote before), 'gguf' (no int16 copy) or 'regrouped' (the 8-bit rows and "
+           "the block sums).")
+      .def("common", &ActivationQuantizer::common, "The 8-bit rows, d and the sums as bytes (every form's).");
   m.def("quant_type_info",
         [](uint32_t id) -> std::optional<std::tuple<std::string, int64_t, int64_t>> {
           const auto info = quant_type_info(id);

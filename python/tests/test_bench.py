@@ -118,6 +118,15 @@ def test_the_table_holds_the_bf16_pairs_section(tiny_doc):
     assert "\n".join(bf16_pairs.format_bf16_pairs(section)) in text
 
 
+def test_the_table_holds_the_act_quant_section(tiny_doc):
+    """The activation quantization's section (test_bench_act_quant.py) is in the document and printed after the
+    table."""
+    from attnzoo.bench import act_quant
+    section = tiny_doc["act_quant"]
+    assert [r["form"] for r in section["rows"]] == list(act_quant.FORMS) * len(act_quant._shapes("tiny"))
+    assert "\n".join(act_quant.format_act_quant(section)) in kernels.format_table(tiny_doc)
+
+
 def test_the_table_holds_the_json_mask_section(tiny_doc):
     """JSON mode's and json_schema's mask rows: every byte of the document a state, the mask's mean allowed count
     between none and the whole vocabulary, both times and their ratio set, printed after the table."""

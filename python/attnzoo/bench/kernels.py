@@ -9,7 +9,8 @@ see src/bench/timer.h). Compute-bound rows report GFLOP/s of useful work (masked
 fraction of the FMA peak; memory-bound rows report GB/s of cache bytes read as a fraction of the bandwidth.
 Sections after the table time the AVX2 regrouped quantized rows with AVX-VNNI's vpdpbusd against vpmaddubsw
 (avx_vnni.py), and regrouped rows decoded straight into the bf16 prefill GEMM's pairs against the f32 route
-(bf16_pairs.py), each side by side, and JSON mode's / structured outputs' per-step mask beside a plain pass over
+(bf16_pairs.py), the integer rows' activation quantization with every array against the arrays each route reads
+(act_quant.py), each side by side, and JSON mode's / structured outputs' per-step mask beside a plain pass over
 the logits row (json_mask.py).
 
 Adding a kernel family = adding a function that returns BenchCase objects and listing it in CASE_BUILDERS.
@@ -21,6 +22,7 @@ import os
 import sys
 
 from .. import _core
+from .act_quant import format_act_quant, run_act_quant
 from .avx_vnni import format_avx_vnni, run_avx_vnni
 from .bf16_pairs import format_bf16_pairs, run_bf16_pairs
 from .json_mask import format_json_mask, run_json_mask
@@ -57,6 +59,7 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
         timed.append(run_case(case, None, config["timing"], use_torch))
     avx_vnni = run_avx_vnni(scale, config["timing"], say)
     bf16_pairs = run_bf16_pairs(scale, config["timing"], say)
+    act_quant = run_act_quant(scale, config["timing"], say)
     json_mask = run_json_mask(scale, config["timing"], say)
     linear = None
     if with_linear:
@@ -86,6 +89,7 @@ def run_kernels(scale="full", use_torch=True, progress=None, with_linear=True):
         "rows": rows,
         "avx_vnni": avx_vnni,
         "bf16_pairs": bf16_pairs,
+        "act_quant": act_quant,
         "json_mask": json_mask,
         "linear": linear,
         "note": "" if use_torch else ("torch comparison disabled (--no-torch)" if torch is not None
@@ -149,6 +153,8 @@ def format_table(doc):
         lines += format_avx_vnni(doc["avx_vnni"])
     if doc.get("bf16_pairs"):
         lines += format_bf16_pairs(doc["bf16_pairs"])
+    if doc.get("act_quant"):
+        lines += format_act_quant(doc["act_quant"])
     if doc.get("json_mask"):
         lines += format_json_mask(doc["json_mask"])
     if doc.get("linear"):

@@ -82,9 +82,9 @@ std::atomic<uint64_t> quantizations{0};
 // name their arrays alike): every array is row-major in tokens.
 template <class Arrays>
 Arrays from_row(Arrays a, size_t t0, size_t K, size_t ld8) {
-  a.q += t0 * K;
-  if (a.xs8) {
-    a.xs8 += t0 * ld8;
+  if (a.q) a.q += t0 * K;
+  if (a.xs8) a.xs8 += t0 * ld8;
+  if (a.dx8) {
     a.dx8 += t0 * (ld8 / 4);
     a.xsum4_neg8 += t0 * (ld8 / 4);
     a.xsum4_neg128 += t0 * (ld8 / 4);
@@ -105,32 +105,42 @@ struct ActivationBuffers {
   AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128, xsum16;
 };
 
+// Whether the VNNI / AVX2 rows of these matrices read the per-lane arrays (dx8 and the lane sums): their GGUF
+// rows do, the regrouped rows (gemv_groups_*.cc) read xs8 with d and the sums of 16 / 32 instead.
+bool reads_lane_arrays(std::span<const QuantGemvOutput> outs) {
+  return std::any_of(outs.begin(), outs.end(), [](const QuantGemvOutput& o) { return o.w->row_group == 0; });
+}
+
 // Quantizes the T rows of x [T, K] into `b`, each row on its own (its values depend on no other row), in
-// parallel for many rows.
-QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kind, ActivationBuffers& b) {
-  const bool lanes = kind != IntRows::portable;
+// parallel for many rows; of the arrays only those the rows of `kind` read (QuantActivations): the int16 copy
+// on the portable route, dx8 and the lane sums where `lane_arrays`.
+QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kind, bool lane_arrays,
+                               ActivationBuffers& b) {
+  const bool lanes = kind != IntRows::portable, sums4 = lanes && lane_arrays;
   const size_t ld8 = size_t(K + 63) / 64 * 64, rows = size_t(T);
-  b.q.resize(rows * size_t(K));
+  // The int16 copy is the portable rows' alone (gemv_kernels.cc): the VNNI and AVX2 rows, GGUF and regrouped,
+  // read xs8 and the sums.
+  if (!lanes) b.q.resize(rows * size_t(K));
   b.d.resize(rows * size_t(K / 32));
   b.dsum16.resize(rows * size_t(K / 16));
   b.dsum32.resize(rows * size_t(K / 32));
   b.xsum16.resize(rows * size_t(K / 16));
-  if (lanes) {
-    b.xs8.resize(rows * ld8);
+  if (lanes) b.xs8.resize(rows * ld8);
+  if (sums4) {
     for (auto* l : {&b.dx8, &b.dxsum4}) l->resize(rows * ld8 / 4);
     for (auto* l : {&b.xsum4_neg8, &b.xsum4_neg128}) l->resize(rows * ld8 / 4);
   }
-  auto when = [&](auto& buf) { return lanes ? buf.data() : nullptr; };
-  const QuantActivationsOut all{.q = b.q.data(),
+  auto when = [](bool used, auto& buf) { return used ? buf.data() : nullptr; };
+  const QuantActivationsOut all{.q = when(!lanes, b.q),
                                 .d = b.d.data(),
                                 .dsum16 = b.dsum16.data(),
                                 .dsum32 = b.dsum32.data(),
                                 .xsum16 = b.xsum16.data(),
-                                .xs8 = when(b.xs8),
-                                .dx8 = when(b.dx8),
-                                .xsum4_neg8 = when(b.xsum4_neg8),
-                                .xsum4_neg128 = when(b.xsum4_neg128),
-                                .dxsum4 = when(b.dxsum4),
+                                .xs8 = when(lanes, b.xs8),
+                                .dx8 = when(sums4, b.dx8),
+                                .xsum4_neg8 = when(sums4, b.xsum4_neg8),
+                                .xsum4_neg128 = when(sums4, b.xsum4_neg128),
+                                .dxsum4 = when(sums4, b.dxsum4),
                                 .ld8 = ld8};
   const QuantActivations act{.q = all.q,
                              .xs8 = all.xs8,
@@ -147,8 +157,8 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
   auto quantize = [&](int64_t t0, int64_t n) {
     const QuantActivationsOut o = from_row(all, size_t(t0), size_t(K), ld8);
     quantize_activations(x + t0 * K, size_t(n), size_t(K), o);
-    if (kind == IntRows::vnni) quant_vnni_lane_sums(size_t(n), o);
-    if (kind == IntRows::avx2) quant_avx2_lane_sums(size_t(n), o);
+    if (sums4 && kind == IntRows::vnni) quant_vnni_lane_sums(size_t(n), o);
+    if (sums4 && kind == IntRows::avx2) quant_avx2_lane_sums(size_t(n), o);
   };
   if (T <= kRowsPerTask) {
     quantize(0, T);
@@ -218,11 +228,9 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   // Both lane rows read the packed blocks against 8-bit activation rows padded to 64 with per-lane sums.
   const IntRows kind = int_rows_of(w);
   thread_local ActivationBuffers buffers;
-  const QuantActivations act = quantize_rows(x, T, K, kind, buffers);
-  if (T > kMaxTokens) {
-    const QuantGemvOutput out{&w, bias, y, ldy};
-    return run_prompt_rows({&out, 1}, act, kind, x, T);
-  }
+  const QuantGemvOutput out{&w, bias, y, ldy};
+  const QuantActivations act = quantize_rows(x, T, K, kind, reads_lane_arrays({&out, 1}), buffers);
+  if (T > kMaxTokens) return run_prompt_rows({&out, 1}, act, kind, x, T);
   const QuantGemvTask base{w, x, nullptr, act, size_t(T), 0, 0, bias, y, size_t(ldy)};
   run_rows(w, base, [kind](const QuantGemvTask& g) { run_int_rows(kind, g); });
 }
@@ -241,7 +249,7 @@ void quant_gemv_shared(std::span<const QuantGemvOutput> outs, const float* x, in
   active_target();
   const IntRows kind = int_rows_of(first);
   thread_local ActivationBuffers buffers;
-  const QuantActivations act = quantize_rows(x, T, first.cols, kind, buffers);
+  const QuantActivations act = quantize_rows(x, T, first.cols, kind, reads_lane_arrays(outs), buffers);
   if (T > kMaxTokens) return run_prompt_rows(outs, act, kind, x, T);
   // Task ranges of each matrix as quant_gemv splits it alone, numbered one after the other.
   thread_local std::vector<int64_t> rows, task0;

@@ -289,7 +289,8 @@ TEST(QuantGroups, AvxVnniRowsRunWhereTheCpuHasIt) {
 // quantize_activations against its plain definition, bit for bit, on every target: d = amax / 127 per 32 values,
 // q = round(x / d) ties to even (x times the f32 reciprocal), the sums of each 16 and 32 q and d times them, the
 // int8 copy and its per-lane d padded with zeros to 64; a block of zeros (d 0, q 0), exact ties, and blocks
-// holding inf or NaN (d NaN) among random rows, K = 160 (padded to 192).
+// holding inf or NaN (d NaN) among random rows, K = 160 (padded to 192). The arrays a route does not read
+// (q, dx8: null) are left alone and the others keep their bits.
 TEST(QuantGroups, ActivationQuantizationIsThePlainDefinitionOnEveryTarget) {
   const size_t T = 3, K = 160, ld8 = 192, nb = K / 32;
   std::vector<float> x(T * K);
@@ -309,6 +310,19 @@ TEST(QuantGroups, ActivationQuantizationIsThePlainDefinitionOnEveryTarget) {
                                                              .dsum32 = dsum32.data(), .xsum16 = xsum16.data(),
                                                              .xs8 = xs8.data(), .dx8 = dx8.data(), .xsum4_neg8 = nullptr,
                                                              .xsum4_neg128 = nullptr, .dxsum4 = nullptr, .ld8 = ld8});
+    // Again without q and dx8 (the regrouped rows' arrays alone), into other buffers: the same bits.
+    std::vector<float> d2(d.size(), -1.f), dsum16b(dsum16.size(), -1.f), dsum32b(dsum32.size(), -1.f);
+    std::vector<int32_t> xsum16b(xsum16.size(), -1);
+    std::vector<int8_t> xs8b(xs8.size(), 99);
+    quantize_activations(x.data(), T, K, QuantActivationsOut{.q = nullptr, .d = d2.data(), .dsum16 = dsum16b.data(),
+                                                             .dsum32 = dsum32b.data(), .xsum16 = xsum16b.data(),
+                                                             .xs8 = xs8b.data(), .dx8 = nullptr, .xsum4_neg8 = nullptr,
+                                                             .xsum4_neg128 = nullptr, .dxsum4 = nullptr, .ld8 = ld8});
+    EXPECT_EQ(0, std::memcmp(d.data(), d2.data(), d.size() * 4));
+    EXPECT_EQ(0, std::memcmp(dsum16.data(), dsum16b.data(), dsum16.size() * 4));
+    EXPECT_EQ(0, std::memcmp(dsum32.data(), dsum32b.data(), dsum32.size() * 4));
+    EXPECT_EQ(xsum16, xsum16b);
+    EXPECT_EQ(xs8, xs8b);
     for (size_t t = 0; t < T; ++t) {
       for (size_t b = 0; b < nb; ++b) {
         const float* xb = x.data() + t * K + 32 * b;

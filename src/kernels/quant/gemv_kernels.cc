@@ -140,7 +140,8 @@ void GemvRowsInt8(const QuantGemvTask& g) {
 // ---- activations -------------------------------------------------------------------------------------------
 
 // Vectors of at most 16 floats, so that one never straddles two groups of 16.
-void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivationsOut& o) {
+void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivationsOut& out) {
+  const QuantActivationsOut o = out;  // a copy: the stores below would otherwise make each pointer a reload
   const hn::CappedTag<float, 16> df;
   const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<int16_t, decltype(df)> d16;
@@ -158,30 +159,32 @@ void QuantizeActivations(const float* x, size_t T, size_t K, const QuantActivati
       }
       // A non-finite activation makes the block's scale NaN (values 0), so the outputs are NaN as with dense
       // weights instead of finite garbage.
-      const bool finite = hn::GetLane(hn::SumOfLanes(df, poison)) == 0.f;
+      const bool finite = hn::AllFalse(df, hn::IsNaN(poison));
       const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
       const float db = finite ? amax / 127.f : std::numeric_limits<float>::quiet_NaN();
       const float id = finite && db != 0.f ? 1.f / db : 0.f;
       o.d[t * (K / 32) + b] = db;
-      int32_t sum[2] = {0, 0};
+      hn::Vec<decltype(di)> half[2] = {hn::Zero(di), hn::Zero(di)};  // lane-wise sums of each 16
       for (size_t i = 0; i < 32; i += L) {
         const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), hn::Set(df, id)));  // |qi| <= 127
-        hn::StoreU(hn::DemoteTo(d16, qi), d16, o.q + t * K + 32 * b + i);
-        sum[i / 16] += hn::GetLane(hn::SumOfLanes(di, qi));
+        if (o.q) hn::StoreU(hn::DemoteTo(d16, qi), d16, o.q + t * K + 32 * b + i);
+        half[i / 16] = hn::Add(half[i / 16], qi);
         if (o.xs8) hn::StoreU(hn::DemoteTo(d8, qi), d8, o.xs8 + t * o.ld8 + 32 * b + i);
       }
+      const int32_t sum[2] = {hn::GetLane(hn::SumOfLanes(di, half[0])), hn::GetLane(hn::SumOfLanes(di, half[1]))};
       o.dsum16[t * (K / 16) + 2 * b] = db * float(sum[0]);
       o.dsum16[t * (K / 16) + 2 * b + 1] = db * float(sum[1]);
       o.dsum32[t * (K / 32) + b] = db * float(sum[0] + sum[1]);
       o.xsum16[t * (K / 16) + 2 * b] = sum[0];
       o.xsum16[t * (K / 16) + 2 * b + 1] = sum[1];
-      if (o.xs8)
+      if (o.dx8)
         for (size_t l = 0; l < 8; l += hn::Lanes(df8)) hn::StoreU(hn::Set(df8, db), df8, o.dx8 + t * (o.ld8 / 4) + 8 * b + l);
     }
-    if (o.xs8) {  // padding: the value 0 (scale 0), so that a row's last odd block can be read as a pair
+    // padding: the value 0 (scale 0), so that a row's last odd block can be read as a pair
+    if (o.xs8)
       for (size_t k = K; k < o.ld8; ++k) o.xs8[t * o.ld8 + k] = 0;
+    if (o.dx8)
       for (size_t l = K / 4; l < o.ld8 / 4; ++l) o.dx8[t * (o.ld8 / 4) + l] = 0.f;
-    }
   }
 }
 

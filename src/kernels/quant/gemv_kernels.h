@@ -11,10 +11,13 @@ namespace attnzoo {
 // Activation rows quantized once per call, llama.cpp's Q8 style: blocks of 32 with an f32 scale d = amax / 127
 // and values round(x / d) in [-127, 127], held as int16 (the width the pair products take), plus d times the sum
 // of each 16 and each 32 values (formats with a per-sub-block offset m: sum_k (s q_k + m) x_k = s q.x + m sum x).
+// Each route fills only what its rows read (quantize_rows in gemv.cc): the portable rows (gemv_kernels.cc) q, d,
+// dsum16, dsum32; the VNNI and AVX2 rows over GGUF blocks xs8, dx8, the lane sums, d, dsum16, dsum32; the regrouped
+// rows (gemv_groups_*.cc) xs8, d, dsum32, xsum16. The others are null (xsum16 is always written, with the sums).
 struct QuantActivations {
-  const int16_t* q;      // [T, K]
+  const int16_t* q;      // [T, K]: the portable rows only (null on the VNNI and AVX2 routes)
   // For the VNNI and AVX2 rows only (null otherwise): rows of K64 = K rounded up to 64, padded with zeros; "lane" = the 4
-  // values one i32 lane of vpdpbusd sums.
+  // values one i32 lane of vpdpbusd sums. dx8 and the lane sums only where a matrix of the call has GGUF rows.
   const int8_t* xs8;          // [T, K64]: q
   const float* dx8;           // [T, K64 / 4]: d of each lane's block
   const int32_t* xsum4_neg8;  // [T, K64 / 4]: -8 * sum of each lane's 4 q (Q4_0's offset, exact in integers)
@@ -67,17 +70,17 @@ inline void by_4_tokens(size_t T, float* out, Row row) {
 
 // Where quantize_activations writes (the arrays of QuantActivations).
 struct QuantActivationsOut {
-  int16_t* q;
+  int16_t* q;  // null: not written
   float *d, *dsum16, *dsum32;
   int32_t* xsum16;
   int8_t* xs8;  // null: none of the VNNI arrays below are written
-  float* dx8;
+  float* dx8;   // null: not written (nor the lane sums)
   int32_t *xsum4_neg8, *xsum4_neg128;
   float* dxsum4;
   size_t ld8;  // row stride of xs8 (K rounded up to 64; the lane arrays: ld8 / 4)
 };
 // The rows of x [T, K] (K a multiple of 32), rounded to nearest (ties to even). Of the VNNI arrays it writes xs8
-// and dx8; quant_vnni_lane_sums then derives the lane sums from them.
+// and dx8 (those not null); quant_vnni_lane_sums then derives the lane sums from them.
 void quantize_activations(const float* x, size_t T, size_t K, const QuantActivationsOut& out);
 void quant_vnni_lane_sums(size_t T, const QuantActivationsOut& out);
 void quant_gemv_rows_int8(const QuantGemvTask& task);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -222,6 +224,37 @@ TEST(Quant, Int8GemvGivesEachTokenItsLoneResult) {
           quant_gemv(w, nullptr, x.view.ptr<float>() + tok * K, 1, one.data(), N);
           EXPECT_EQ(0, std::memcmp(one.data(), all.data() + tok * N, size_t(N) * sizeof(float)))
               << quant_type_name(t) << (w.row_group ? " regrouped" : "") << " token " << tok;
+        }
+      }
+    }
+  });
+}
+
+// One quantization shared by matrices whose rows read different arrays of it (GGUF rows: the per-lane scales and
+// lane sums; regrouped rows: neither; quantize_rows writes those only where a matrix reads them) gives each matrix
+// the bits it gets alone, on every target, at decode and prompt token counts (the prompt tiling from 9).
+TEST(Quant, SharedQuantizationGivesEachMatrixItsLoneResult) {
+  testing::for_each_target([](Target) {
+    for (QuantType t : kTypes) {
+      if (!quant_gemv_has_int8(t) || !row_groups_format(t)) continue;
+      const int64_t N = 32, K = quant_type_info(uint32_t(t))->block_elems == 32 ? 96 : 256;
+      const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 11);
+      std::vector<uint8_t> regrouped(raw.size());
+      const QuantMatrix gguf = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+      const QuantMatrix grouped = to_row_groups(gguf, regrouped.data());
+      for (int64_t T : {1, 3, 8, 9, 64, 513}) {
+        testing::HostTensor x(DType::f32, {T, K}, 12);
+        const float* xp = x.view.ptr<float>();
+        std::vector<float> alone_g(size_t(T * N)), alone_r(size_t(T * N)), a(size_t(T * N)), b(size_t(T * N));
+        quant_gemv(gguf, nullptr, xp, T, alone_g.data(), N);
+        quant_gemv(grouped, nullptr, xp, T, alone_r.data(), N);
+        for (const auto& [first, second] : {std::pair{&gguf, &grouped}, std::pair{&grouped, &grouped}}) {
+          const QuantGemvOutput outs[2] = {{first, nullptr, a.data(), N}, {second, nullptr, b.data(), N}};
+          quant_gemv_shared({outs, 2}, xp, T);
+          const std::string at = std::string(quant_type_name(t)) + " T=" + std::to_string(T) +
+                                 (first == &gguf ? " GGUF + regrouped" : " regrouped twice");
+          EXPECT_EQ(0, std::memcmp(a.data(), (first == &gguf ? alone_g : alone_r).data(), a.size() * 4)) << at;
+          EXPECT_EQ(0, std::memcmp(b.data(), alone_r.data(), b.size() * 4)) << at;
         }
       }
     }
