@@ -8,11 +8,11 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 
+#include "answers/harmony.h"
+#include "answers/tool_calls.h"
 #include "bindings.h"
 #include "chat/chat_template.h"
 #include "engine/chat_turns.h"
-#include "server/harmony.h"
-#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::py {
@@ -48,29 +48,29 @@ void bind_chat(nb::module_& m) {
   m.def(
       "reads_harmony",
       [](const std::string& source) {
-        return server::reads_harmony(server::detect_tool_format(source), server::ReasoningParser::none);
+        return answers::reads_harmony(answers::detect_tool_format(source), answers::ReasoningParser::none);
       },
       nb::arg("template_source"), "Whether a chat template's answers are gpt-oss harmony messages.");
   m.def(
       "harmony_end_ids",
-      [](const std::shared_ptr<const tok::Tokenizer>& tokenizer) { return server::harmony_end_ids(*tokenizer); },
+      [](const std::shared_ptr<const tok::Tokenizer>& tokenizer) { return answers::harmony_end_ids(*tokenizer); },
       nb::arg("tokenizer"));
   // feed / finish return (reasoning, content) pieces; calls are read as content (Model.chat offers no tools).
-  nb::class_<server::HarmonyReader>(m, "HarmonyReader")
-      .def("__init__", [](server::HarmonyReader* r) { new (r) server::HarmonyReader(/*read_calls=*/false); })
+  nb::class_<answers::HarmonyReader>(m, "HarmonyReader")
+      .def("__init__", [](answers::HarmonyReader* r) { new (r) answers::HarmonyReader(/*read_calls=*/false); })
       .def("feed",
-           [](server::HarmonyReader& r, std::string_view text) {
+           [](answers::HarmonyReader& r, std::string_view text) {
              auto p = r.feed(text);
              return std::make_pair(std::move(p.reasoning), std::move(p.content));
            },
            nb::arg("text"))
       .def("finish",
-           [](server::HarmonyReader& r, bool stopped) {
+           [](answers::HarmonyReader& r, bool stopped) {
              auto p = r.finish(stopped);
              return std::make_pair(std::move(p.reasoning), std::move(p.content));
            },
            nb::arg("stopped"))
-      .def_prop_ro("has_reasoning", &server::HarmonyReader::has_reasoning);
+      .def_prop_ro("has_reasoning", &answers::HarmonyReader::has_reasoning);
 }
 
 }  // namespace attnzoo::py

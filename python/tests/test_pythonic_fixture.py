@@ -1,6 +1,6 @@
 """python/tests/data/pythonic_tool_calls.json: answers in vLLM's pythonic tool-call format with the calls Python
 itself reads out of them (ast.parse, each keyword's value through ast.literal_eval, as JSON), for the C++ parser's
-test (src/server/tool_format_pythonic_test.cc, PythonicToolCalls.MatchesPythonsAst) to compare against. This test
+test (src/answers/tool_format_pythonic_test.cc, PythonicToolCalls.MatchesPythonsAst) to compare against. This test
 checks that every stored expectation is what Python reads; `python test_pythonic_fixture.py` rewrites the file.
 
 The texts are random lists of calls whose values are Python literals written by repr() (either quote, \\x / \\u /

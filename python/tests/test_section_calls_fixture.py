@@ -1,7 +1,7 @@
 """python/tests/data/section_tool_calls.json: answers in the DeepSeek-V3, DeepSeek-V3.1 and Kimi-K2 tool-call
 formats with the content and calls that vLLM's parsers' regular expressions (deepseek_v3, deepseek_v31, kimi_k2,
 transcribed below) and Python's json read out of them, for the C++ parsers' test
-(src/server/tool_format_sections_test.cc, SectionToolCalls.MatchVllmRegexes) to compare against. This test checks
+(src/answers/tool_format_sections_test.cc, SectionToolCalls.MatchVllmRegexes) to compare against. This test checks
 that every stored expectation is what those expressions read; `python test_section_calls_fixture.py` rewrites
 the file.
 

@@ -4,9 +4,9 @@
 
 namespace attnzoo::cli {
 
-AnswerPrinter::AnswerPrinter(bool harmony, server::ReasoningParser parser, bool hide_thinking, bool dim)
+AnswerPrinter::AnswerPrinter(bool harmony, answers::ReasoningParser parser, bool hide_thinking, bool dim)
     : harmony_(harmony), hide_thinking_(hide_thinking), dim_(dim && !hide_thinking),
-      split_(harmony ? server::ReasoningParser::none : parser) {}
+      split_(harmony ? answers::ReasoningParser::none : parser) {}
 
 void AnswerPrinter::show(const std::string& reasoning, const std::string& content) {
   if (!reasoning.empty() && !hide_thinking_) {

@@ -5,15 +5,15 @@
 #include <string>
 #include <string_view>
 
-#include "server/harmony.h"
-#include "server/reasoning.h"
+#include "answers/harmony.h"
+#include "answers/reasoning.h"
 
 namespace attnzoo::cli {
 
 class AnswerPrinter {
  public:
   // `harmony`: the answer is read by channel (its text must keep special tokens); else `parser` splits <think>.
-  AnswerPrinter(bool harmony, server::ReasoningParser parser, bool hide_thinking, bool dim);
+  AnswerPrinter(bool harmony, answers::ReasoningParser parser, bool hide_thinking, bool dim);
   void feed(std::string_view piece);
   // `stopped`: the answer ended at an end-of-turn token, not cut by max_tokens.
   void finish(bool stopped);
@@ -24,8 +24,8 @@ class AnswerPrinter {
   void show(const std::string& reasoning, const std::string& content);
 
   bool harmony_, hide_thinking_, dim_;
-  server::ReasoningStream split_;
-  server::HarmonyReader channels_{/*read_calls=*/false};  // no tools are offered: a call's body is shown as text
+  answers::ReasoningStream split_;
+  answers::HarmonyReader channels_{/*read_calls=*/false};  // no tools are offered: a call's body is shown as text
   std::string content_;
 };
 

@@ -12,6 +12,9 @@
 
 #include <unistd.h>
 
+#include "answers/harmony.h"
+#include "answers/reasoning.h"
+#include "answers/tool_calls.h"
 #include "cli/answer_printer.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
@@ -26,9 +29,6 @@
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
-#include "server/harmony.h"
-#include "server/reasoning.h"
-#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::cli {
@@ -95,7 +95,7 @@ int run_chat(const std::vector<std::string>& args) {
   std::string system;
   SpeculativeOptions speculative;
   bool speculative_flags = false;
-  server::ReasoningParser reasoning = server::ReasoningParser::none;
+  answers::ReasoningParser reasoning = answers::ReasoningParser::none;
   bool hide_thinking = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (parse_generation_flag(args, i, flags)) continue;
@@ -108,7 +108,7 @@ int run_chat(const std::vector<std::string>& args) {
       system = args[++i];
     } else if (args[i] == "--reasoning-parser") {
       if (i + 1 >= args.size()) throw ArgumentError("--reasoning-parser: needs a value");
-      reasoning = server::parse_reasoning_parser(args[++i]);
+      reasoning = answers::parse_reasoning_parser(args[++i]);
     } else if (args[i] == "--hide-thinking") {
       hide_thinking = true;
     } else if (is_help(args[i])) throw HelpRequested(usage());
@@ -118,10 +118,10 @@ int run_chat(const std::vector<std::string>& args) {
   find_model_gguf(flags.model);  // the template is read before the model: a bad path gets Model::load's message
   const auto tokenizer = tok::Tokenizer::load(flags.model);
   const ChatFormat format(flags.model, tokenizer);
-  server::check_reasoning_parser(reasoning, &format, *tokenizer, flags.model);
+  answers::check_reasoning_parser(reasoning, &format, *tokenizer, flags.model);
   // gpt-oss answers in harmony channels whatever the flag: read them, or the markers would be dropped into garbage.
-  const bool harmony = server::reads_harmony(server::detect_tool_format(format.source()), reasoning);
-  if (hide_thinking && reasoning == server::ReasoningParser::none && !harmony)
+  const bool harmony = answers::reads_harmony(answers::detect_tool_format(format.source()), reasoning);
+  if (hide_thinking && reasoning == answers::ReasoningParser::none && !harmony)
     throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 (or a gpt-oss harmony template) "
                         "to tell the thinking apart");
 
@@ -137,7 +137,7 @@ int run_chat(const std::vector<std::string>& args) {
   const bool dim = ::isatty(STDOUT_FILENO);
   options.eos_token_ids = default_eos_ids(flags.model, tokenizer.get(), format.end_of_turn());
   if (harmony)  // <|call|> ends a turn too (gpt-oss lists it as EOS; a checkpoint that does not still stops)
-    for (int32_t id : server::harmony_end_ids(*tokenizer)) options.eos_token_ids.push_back(id);
+    for (int32_t id : answers::harmony_end_ids(*tokenizer)) options.eos_token_ids.push_back(id);
   options.cancel = [] { return g_interrupts > 0; };
 
   chat::List start;

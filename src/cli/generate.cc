@@ -28,9 +28,9 @@
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
-#include "server/harmony.h"
-#include "server/reasoning.h"
-#include "server/tool_calls.h"
+#include "answers/harmony.h"
+#include "answers/reasoning.h"
+#include "answers/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::cli {
@@ -42,7 +42,7 @@ struct GenerateArgs {
   bool have_prompt = false;
   bool add_special = true;
   bool chat = false;
-  server::ReasoningParser reasoning = server::ReasoningParser::none;
+  answers::ReasoningParser reasoning = answers::ReasoningParser::none;
   bool hide_thinking = false;
   SpeculativeOptions speculative;
   bool speculative_flags = false;
@@ -74,7 +74,7 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--no-special") a.add_special = false;
     else if (s == "--chat") a.chat = true;
     else if (s == "--system") a.system = value();
-    else if (s == "--reasoning-parser") a.reasoning = server::parse_reasoning_parser(value());
+    else if (s == "--reasoning-parser") a.reasoning = answers::parse_reasoning_parser(value());
     else if (s == "--hide-thinking") a.hide_thinking = true;
     else if (s == "-f" || s == "--file") a.prompt = read_text_file("-f", value()), a.have_prompt = true;
     else if (is_help(s)) throw HelpRequested(usage());
@@ -83,7 +83,7 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
   use_default_model(a.flags, "generate");
   if (!a.have_prompt) throw ArgumentError("generate: -p TEXT is required\n" + usage());
   if (!a.system.empty() && !a.chat) throw ArgumentError("generate: --system needs --chat");
-  if (a.reasoning != server::ReasoningParser::none && !a.chat)
+  if (a.reasoning != answers::ReasoningParser::none && !a.chat)
     throw ArgumentError("generate: --reasoning-parser needs --chat");
   if (a.hide_thinking && !a.chat) throw ArgumentError("generate: --hide-thinking needs --chat");
   return a;
@@ -115,11 +115,11 @@ int run_generate(const std::vector<std::string>& args) {
   bool harmony = false;
   if (a.chat) {
     const ChatFormat format(a.flags.model, tokenizer);
-    server::check_reasoning_parser(a.reasoning, &format, *tokenizer, a.flags.model);
+    answers::check_reasoning_parser(a.reasoning, &format, *tokenizer, a.flags.model);
     // gpt-oss answers in harmony channels whatever the flag: read them, or the markers would be dropped and the
     // analysis run into the answer.
-    harmony = server::reads_harmony(server::detect_tool_format(format.source()), a.reasoning);
-    if (a.hide_thinking && a.reasoning == server::ReasoningParser::none && !harmony)
+    harmony = answers::reads_harmony(answers::detect_tool_format(format.source()), a.reasoning);
+    if (a.hide_thinking && a.reasoning == answers::ReasoningParser::none && !harmony)
       throw ArgumentError("--hide-thinking: needs --reasoning-parser qwen3|deepseek_r1 (or a gpt-oss harmony "
                           "template) to tell the thinking apart");
     chat::List messages;
@@ -128,7 +128,7 @@ int run_generate(const std::vector<std::string>& args) {
     prompt = format.prompt_ids(chat::Value::list(std::move(messages)), true);
     options.eos_token_ids = default_eos_ids(a.flags.model, tokenizer.get(), format.end_of_turn());
     if (harmony)  // <|call|> ends a turn too (gpt-oss lists it as EOS; a checkpoint that does not still stops)
-      for (int32_t id : server::harmony_end_ids(*tokenizer)) options.eos_token_ids.push_back(id);
+      for (int32_t id : answers::harmony_end_ids(*tokenizer)) options.eos_token_ids.push_back(id);
   } else {
     prompt = tokenizer->encode(a.prompt, a.add_special);
   }

@@ -16,17 +16,17 @@
 #include "cli/generation_flags.h"
 #include "cli/speculative_flags.h"
 #include "cli/usage.h"
+#include "core/batch_invariance.h"
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/engine.h"
 #include "engine/stop.h"
-#include "server/tool_request.h"
-#include "core/batch_invariance.h"
 #include "layers/matmul_precision.h"
 #include "loader/model_dir.h"
 #include "models/model.h"
 #include "models/model_device.h"
 #include "server/server.h"
+#include "server/tool_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::cli {
@@ -111,9 +111,9 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--max-logprobs") a.server.limits.max_top_logprobs = integer();
     else if (s == "--max-logit-bias") a.server.limits.max_logit_bias = integer();
     // vLLM's flag: chat answers' <think> text goes to message.reasoning_content (docs/REASONING.md).
-    else if (s == "--reasoning-parser") a.server.limits.reasoning_parser = server::parse_reasoning_parser(value());
+    else if (s == "--reasoning-parser") a.server.limits.reasoning_parser = answers::parse_reasoning_parser(value());
     // vLLM's flag: the tool-call format, over the one read off the chat template (docs/TOOL_CALLS.md).
-    else if (s == "--tool-call-parser") a.server.limits.tool_call_parser = server::parse_tool_call_parser(value());
+    else if (s == "--tool-call-parser") a.server.limits.tool_call_parser = answers::parse_tool_call_parser(value());
     else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
     else if (s == "--max-connections") a.server.max_connections = size_t(std::max<int64_t>(integer(), 0));
     else if (s == "--max-connections-per-client") a.max_connections_per_client = integer();
@@ -197,9 +197,9 @@ int run_serve(const std::vector<std::string>& args) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "attnzoo serve: no chat template (%s): /v1/chat/completions answers 400\n", e.what());
     }
-    if (a.server.limits.reasoning_parser != server::ReasoningParser::none)
-      server::check_reasoning_parser(a.server.limits.reasoning_parser, chat.get(), *tokenizer, a.model);
-    if (a.server.limits.tool_call_parser != server::ToolFormat::none)
+    if (a.server.limits.reasoning_parser != answers::ReasoningParser::none)
+      answers::check_reasoning_parser(a.server.limits.reasoning_parser, chat.get(), *tokenizer, a.model);
+    if (a.server.limits.tool_call_parser != answers::ToolFormat::none)
       server::check_tool_call_parser(a.server.limits.tool_call_parser, chat.get(), a.model);
     engine = std::make_unique<Engine>(*model, tokenizer, a.engine);
     http.set_ready({engine.get(), tokenizer, chat.get()});

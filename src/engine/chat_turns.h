@@ -34,7 +34,7 @@ class ChatFormat {
   std::vector<int32_t> prompt_ids(const chat::Value& messages, bool add_generation_prompt) const;
   std::vector<int32_t> encode(const std::string& text) const { return tokenizer_->encode(text, false); }
   const std::vector<int32_t>& end_of_turn() const { return end_of_turn_; }
-  // The template's source (the server reads its tool-call format off it: server/tool_calls.h).
+  // The template's source (the server reads its tool-call format off it: answers/tool_calls.h).
   const std::string& source() const { return source_; }
   // The template's source mentions `s` (say </think>, for --reasoning-parser).
   bool mentions(std::string_view s) const { return source_.find(s) != std::string::npos; }

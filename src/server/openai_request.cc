@@ -3,17 +3,29 @@
 #include <cstdint>
 #include <string>
 
+#include "answers/harmony.h"
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/json_schema.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
-#include "server/harmony.h"
 #include "server/request_fields.h"
 #include "server/tool_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
+
+using answers::ReasoningParser;
+using answers::ToolFormat;
+using answers::ToolMode;
+using answers::detect_tool_format;
+using answers::harmony_end_ids;
+using answers::kHarmonyFinalHeader;
+using answers::kThinkClose;
+using answers::kThinkOpen;
+using answers::reads_harmony;
+using answers::tool_call_marker;
+
 namespace {
 
 using json::Value;

@@ -7,8 +7,8 @@
 
 #include "engine/request.h"
 #include "loader/json.h"
-#include "server/reasoning.h"
-#include "server/tool_calls.h"
+#include "answers/reasoning.h"
+#include "answers/tool_calls.h"
 
 namespace attnzoo {
 class ChatFormat;
@@ -24,10 +24,10 @@ struct ApiLimits {
   int64_t max_top_logprobs = 20;  // alternatives per token (OpenAI allows 20)
   int64_t max_model_len = 0;     // the engine's; the default max_tokens of a chat request fills it
   int64_t max_logit_bias = 1024;  // logit_bias entries per request
-  // --reasoning-parser: chat answers' <think> text goes to reasoning_content (server/reasoning.h).
-  ReasoningParser reasoning_parser = ReasoningParser::none;
+  // --reasoning-parser: chat answers' <think> text goes to reasoning_content (answers/reasoning.h).
+  answers::ReasoningParser reasoning_parser = answers::ReasoningParser::none;
   // --tool-call-parser: the call format, over the one detected from the chat template (none: detected).
-  ToolFormat tool_call_parser = ToolFormat::none;
+  answers::ToolFormat tool_call_parser = answers::ToolFormat::none;
 };
 
 enum class Endpoint { completions, chat_completions };
@@ -38,16 +38,16 @@ struct ApiRequest {
   Request request;    // prompt ids and engine parameters
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
-  ToolMode tool_mode = ToolMode::text;  // how the answers are read (tools / tool_choice)
-  ToolFormat tool_format = ToolFormat::hermes;
+  answers::ToolMode tool_mode = answers::ToolMode::text;  // how the answers are read (tools / tool_choice)
+  answers::ToolFormat tool_format = answers::ToolFormat::hermes;
   std::string tool_forced_name;  // a forced call whose name the format writes outside the JSON (DeepSeek, Kimi)
   bool parallel_tool_calls = true;
   // The server's parser, or none where the answer is held to a schema from its first token (a forced tool call,
   // response_format), so it has no <think> block.
-  ReasoningParser reasoning = ReasoningParser::none;
+  answers::ReasoningParser reasoning = answers::ReasoningParser::none;
   bool include_reasoning = true;  // vLLM's include_reasoning: false leaves reasoning_content out
   // gpt-oss (a harmony template, --tool-call-parser openai or --reasoning-parser openai_gptoss): the answer is read
-  // as harmony messages (server/harmony.h), after `harmony_prefix`, the header the prompt was extended with (a
+  // as harmony messages (answers/harmony.h), after `harmony_prefix`, the header the prompt was extended with (a
   // forced call's, or the final channel's for response_format).
   bool harmony = false;
   std::string harmony_prefix;

@@ -1,10 +1,26 @@
 #include "server/responses.h"
 
+#include "answers/tool_format_pythonic.h"
 #include "loader/json_writer.h"
-#include "server/tool_format_pythonic.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
+
+using answers::HarmonyAnswer;
+using answers::HarmonyReader;
+using answers::ParsedAnswer;
+using answers::ReasoningParser;
+using answers::ReasoningSplit;
+using answers::ReasoningStream;
+using answers::ToolCall;
+using answers::ToolCallDelta;
+using answers::ToolCallStream;
+using answers::ToolMode;
+using answers::ToolStreamStep;
+using answers::read_answer;
+using answers::read_harmony;
+using answers::split_reasoning;
+
 namespace {
 
 using json::Writer;

@@ -8,9 +8,9 @@
 
 #include "engine/request.h"
 #include "engine/stop.h"
-#include "server/harmony.h"
+#include "answers/harmony.h"
 #include "server/openai_request.h"
-#include "server/tool_stream.h"
+#include "answers/tool_stream.h"
 
 namespace attnzoo::tok {
 class Tokenizer;
@@ -24,12 +24,13 @@ struct ResponseContext {
   int64_t created = 0;  // Unix seconds
   std::string model;
   const tok::Tokenizer* tokenizer = nullptr;  // token strings of logprobs
-  ToolMode tool_mode = ToolMode::text;        // chat: read tool calls out of the answers (server/tool_calls.h)
+  // chat: read tool calls out of the answers (answers/tool_calls.h)
+  answers::ToolMode tool_mode = answers::ToolMode::text;
   bool parallel_tool_calls = true;
-  ReasoningParser reasoning = ReasoningParser::none;  // chat: <think> text into reasoning_content
+  answers::ReasoningParser reasoning = answers::ReasoningParser::none;  // chat: <think> text into reasoning_content
   bool include_reasoning = true;
-  ToolFormat tool_format = ToolFormat::hermes;  // chat with tools: how calls are written
-  bool harmony = false;        // chat: gpt-oss's harmony messages (server/harmony.h), read after harmony_prefix
+  answers::ToolFormat tool_format = answers::ToolFormat::hermes;  // chat with tools: how calls are written
+  bool harmony = false;        // chat: gpt-oss's harmony messages (answers/harmony.h), read after harmony_prefix
   std::string harmony_prefix;  // the header the prompt ends with (a forced call's, response_format's final)
   std::string tool_forced_name;                 // ApiRequest::tool_forced_name
 };
@@ -71,11 +72,12 @@ class StreamWriter {
   bool logprobs_, include_usage_;
   std::vector<bool> started_;
   std::vector<int64_t> text_offset_;
-  std::vector<ToolCallStream> tools_;  // per choice, with tools: its content and calls as they come (tool_stream.h)
-  std::vector<ReasoningStream> reasoning_;  // per choice: splits reasoning from content as the text comes
-  std::vector<HarmonyReader> harmony_;      // per choice (gpt-oss): channels and calls as the text comes
+  // per choice, with tools: its content and calls as they come (answers/tool_stream.h)
+  std::vector<answers::ToolCallStream> tools_;
+  std::vector<answers::ReasoningStream> reasoning_;  // per choice: splits reasoning from content as the text comes
+  std::vector<answers::HarmonyReader> harmony_;      // per choice (gpt-oss): channels and calls as the text comes
   // Per choice, a forced call's first delta (its header is the prompt's end), sent with the choice's first chunk.
-  std::vector<std::vector<ToolCallDelta>> harmony_opened_;
+  std::vector<std::vector<answers::ToolCallDelta>> harmony_opened_;
 };
 
 }  // namespace attnzoo::server

@@ -5,16 +5,27 @@
 #include <string>
 #include <vector>
 
+#include "answers/harmony.h"
+#include "answers/tool_format_sections.h"
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/json_schema_union.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
-#include "server/harmony.h"
 #include "server/request_fields.h"
-#include "server/tool_format_sections.h"
 
 namespace attnzoo::server {
+
+using answers::ToolFormat;
+using answers::ToolMode;
+using answers::forced_call_opening;
+using answers::forced_json_opening;
+using answers::harmony_call_header;
+using answers::kToolCallClose;
+using answers::kToolCallOpen;
+using answers::names_call_outside_json;
+using answers::tool_format_name;
+
 namespace {
 
 using json::Value;

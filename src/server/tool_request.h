@@ -9,7 +9,7 @@
 #include "engine/json_schema.h"
 #include "engine/json_sequence.h"
 #include "loader/json.h"
-#include "server/tool_calls.h"
+#include "answers/tool_calls.h"
 
 namespace attnzoo {
 class ChatFormat;
@@ -18,8 +18,9 @@ class ChatFormat;
 namespace attnzoo::server {
 
 struct ToolRequest {
-  ToolMode mode = ToolMode::text;
-  ToolFormat format = ToolFormat::none;       // how calls are written (the template's, or --tool-call-parser)
+  answers::ToolMode mode = answers::ToolMode::text;
+  // how calls are written (the template's, or --tool-call-parser)
+  answers::ToolFormat format = answers::ToolFormat::none;
   bool parallel = true;                       // parallel_tool_calls
   chat::Value tools = chat::Value::none();    // as the template sees them (transformers' tools=)
   // A named or "required" tool_choice: the answer's schema ({"name": const / enum, "arguments": parameters}, Llama
@@ -36,22 +37,23 @@ struct ToolRequest {
 
 // `format`: the call format the model writes (none: tools are refused naming `tools`); `template_source` decides
 // the spelling of a forced Mistral opening ("[TOOL_CALLS] [" in v0.3's template, "[TOOL_CALLS][" in Nemo's).
-ToolRequest parse_tool_fields(const json::Value& body, bool chat_endpoint, ToolFormat format,
+ToolRequest parse_tool_fields(const json::Value& body, bool chat_endpoint, answers::ToolFormat format,
                               std::string_view template_source = {});
 
 // What goes between the calls of a "required" answer, and after the last, in `format`'s syntax after its forced
 // opening: Hermes "\n</tool_call>\n<tool_call>\n" (end "\n</tool_call>"), Mistral ", " (end "]"), Llama 3.x "; ".
-JsonSequence required_call_sequence(ToolFormat format);
+JsonSequence required_call_sequence(answers::ToolFormat format);
 
 // serve --tool-call-parser: ArgumentError naming the flag and `model_dir` when there is no chat template or it does
 // not render a tools list (a probe tool's name must appear in a rendered prompt).
-void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std::string& model_dir);
+void check_tool_call_parser(answers::ToolFormat format, const ChatFormat* chat, const std::string& model_dir);
 
 // OpenAI's messages as the template's list: content parts joined, assistant tool_calls kept with their
 // "arguments" JSON text parsed into an object (as vLLM does, so templates write it with tojson), other keys as sent.
 // `format` DeepSeek's: their templates join the arguments to strings with '+', so they stay the JSON text as sent
 // (checked to be an object all the same). `harmony` (gpt-oss's template): an assistant's reasoning_content /
 // reasoning becomes its "thinking", and content null beside tool_calls is left out.
-chat::Value chat_messages(const json::Value& messages, ToolFormat format = ToolFormat::none, bool harmony = false);
+chat::Value chat_messages(const json::Value& messages, answers::ToolFormat format = answers::ToolFormat::none,
+                          bool harmony = false);
 
 }  // namespace attnzoo::server

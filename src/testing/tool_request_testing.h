@@ -1,14 +1,16 @@
 #pragma once
-// What the server's tool-call tests share (harmony_test, tool_formats_test, tool_format_sections_test,
-// tool_format_pythonic_test): a tools list with one function that takes parameters and one that takes none, whether
-// a schema's recognizer takes a text whole, and the repository's fixture files under python/tests/data (the
-// published chat templates, the Python-made call fixtures), found from the repository root or the build folder.
+// What the tool-call tests share (the answer readers' in answers/, the request and response sides' in server/): a
+// tools list with one function that takes parameters and one that takes none, whether a schema's recognizer takes a
+// text whole, "required" answers of two calls per format, and the repository's fixture files under python/tests/data
+// (the published chat templates, the Python-made call fixtures), found from the repository root or the build folder.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "answers/tool_calls.h"
 #include "engine/json_schema.h"
 #include "engine/json_schema_recognizer.h"
 
@@ -38,5 +40,31 @@ inline std::string read_test_data(const std::string& name) {
   }
   return "";
 }
+
+// "required" with several calls, per format: two calls in the format's own syntax after its forced opening
+// (get_time, then get_weather with its city), and `bad`, the same with get_weather's required city left out.
+// kRequiredTools offers the two.
+inline const std::string kRequiredTools = R"([{"type": "function", "function": {"name": "get_weather", "parameters":
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time"}}])";
+
+struct TwoCalls {
+  answers::ToolFormat format;
+  std::string text, bad;
+};
+
+inline const std::vector<TwoCalls> kRequiredTwoCalls = {
+    {answers::ToolFormat::hermes,
+     "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
+     "\"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+     "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
+     "\"arguments\": {}}"},
+    {answers::ToolFormat::mistral,
+     "{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
+     "{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {}}"},
+    {answers::ToolFormat::llama3_json,
+     "{\"name\": \"get_time\", \"parameters\": {}}; {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
+     "{\"name\": \"get_time\", \"parameters\": {}}; {\"name\": \"get_weather\", \"parameters\": {}}"},
+};
 
 }  // namespace attnzoo::testing

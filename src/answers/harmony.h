@@ -22,15 +22,15 @@
 #include <string_view>
 #include <vector>
 
-#include "server/reasoning.h"
-#include "server/tool_calls.h"
-#include "server/tool_stream.h"
+#include "answers/reasoning.h"
+#include "answers/tool_calls.h"
+#include "answers/tool_stream.h"
 
 namespace attnzoo::tok {
 class Tokenizer;
 }
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 
 inline constexpr std::string_view kHarmonyChannel = "<|channel|>";
 inline constexpr std::string_view kHarmonyMessage = "<|message|>";
@@ -106,4 +106,4 @@ class HarmonyReader {
 
 HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls = true, bool parallel = true);
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

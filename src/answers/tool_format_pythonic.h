@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "server/tool_calls.h"
+#include "answers/tool_calls.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 
 ParsedAnswer parse_pythonic_tool_calls(std::string_view text);
 
@@ -52,4 +52,4 @@ class PythonicCallStream {
 // While streaming: an answer that may still be a list of calls (only whitespace so far, or it begins with '[').
 bool may_be_pythonic_calls(std::string_view answer);
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

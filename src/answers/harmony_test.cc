@@ -1,28 +1,23 @@
-// gpt-oss's harmony answers read into reasoning_content / content / tool_calls (server/harmony.h) on fixed texts:
+// gpt-oss's harmony answers read into reasoning_content / content / tool_calls (answers/harmony.h) on fixed texts:
 // analysis + final, calls with and without <|constrain|>, `to=` before the channel, several calls, preambles, cut
 // messages, stray words, other recipients; every text streamed cut at every pair of offsets adds up to the whole
 // (a call's deltas: announced at its header, its arguments as written, joining to the whole answer's);
-// the request side (template detection, flags, the forced call's header and schema, the conversation's thinking)
-// and the response objects, whole and streamed.
+// the template detection and the flags' names (the request and response sides: server/tool_request_test.cc,
+// server/responses_harmony_test.cc).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "answers/harmony.h"
 #include "core/error.h"
 #include "loader/json.h"
-#include "server/api_error.h"
-#include "server/harmony.h"
-#include "server/responses.h"
-#include "server/tool_request.h"
+#include "testing/harmony_testing.h"
 #include "testing/stream_split_testing.h"
 #include "testing/tool_request_testing.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
-
-const std::string kCall = "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
-                          "<|message|>{\"city\": \"Paris\",\n \"days\": 2}";
 
 TEST(Harmony, AnalysisThenFinal) {
   const HarmonyAnswer a = read_harmony(
@@ -38,7 +33,7 @@ TEST(Harmony, AnalysisThenFinal) {
 }
 
 TEST(Harmony, CallWithConstrain) {
-  const HarmonyAnswer a = read_harmony("<|channel|>analysis<|message|>Need the weather.<|end|>" + kCall, true);
+  const HarmonyAnswer a = read_harmony("<|channel|>analysis<|message|>Need the weather.<|end|>" + testing::kHarmonyCall, true);
   EXPECT_EQ(a.reasoning, "Need the weather.");
   EXPECT_EQ(a.content, "");
   ASSERT_EQ(a.calls.size(), 1u);
@@ -158,17 +153,8 @@ TEST(Harmony, ForcedHeaderReadsAsACall) {
   EXPECT_EQ(read_harmony(std::string(kHarmonyFinalHeader) + "{\"k\": 1}", true).content, "{\"k\": 1}");
 }
 
-const std::vector<std::string> kTexts = {
-    "<|channel|>analysis<|message|>a < b<|end|><|start|>assistant<|channel|>final<|message|>x <| y|> done",
-    "<|channel|>analysis<|message|>hm<|end|>" + kCall,
-    "<|channel|>commentary<|message|>pre<|end|><|start|>assistant to=functions.f<|channel|>commentary json"
-    "<|message|>{}<|call|><|start|>assistant<|channel|>commentary to=functions.g json<|message|>{\"b\":[1]}",
-    "Hello <world>",
-    "<|channel|>analysis<|message|>t<|end|>stray<|start|>assistant<|channel|>final<|message|>fin<|return|>",
-    "<|channel|>commentary to=functions.f <|constrain|>json<|message|>{\"a\": "};
-
 TEST(Harmony, StreamedCutAtEveryPairOfOffsetsEqualsWhole) {
-  for (const std::string& text : kTexts)
+  for (const std::string& text : testing::kHarmonyTexts)
     for (bool stopped : {true, false}) {
       const HarmonyAnswer want = read_harmony(text, stopped);
       // Cut inside a call: announced, the call stays (its body then comes back as content too).
@@ -272,183 +258,6 @@ TEST(HarmonyRequest, DetectedAndNamedAsVllmNamesThem) {
   EXPECT_STREQ(tool_format_name(ToolFormat::openai), "openai");
 }
 
-using testing::accepts;
-using testing::kTools;
-
-TEST(HarmonyRequest, NamedChoiceOpensTheCallAndHoldsTheArguments) {
-  const auto fields = [](const std::string& tools, const std::string& choice) {
-    return parse_tool_fields(json::parse("{\"tools\": " + tools + ", \"tool_choice\": " + choice + "}"), true,
-                             ToolFormat::openai);
-  };
-  ToolRequest r = fields(kTools, R"({"type": "function", "function": {"name": "get_weather"}})");
-  EXPECT_EQ(r.mode, ToolMode::forced);
-  EXPECT_EQ(r.forced_prefix, harmony_call_header("get_weather"));
-  ASSERT_TRUE(r.schema);
-  EXPECT_TRUE(accepts(*r.schema, R"({"city": "Rome"})"));  // the parameters alone: the header names the function
-  EXPECT_FALSE(accepts(*r.schema, R"({"name": "get_weather", "arguments": {"city": "Rome"}})"));
-  // "required" with one tool is that tool; with several it is refused, naming tool_choice.
-  const std::string one = R"([{"type": "function", "function": {"name": "get_time"}}])";
-  EXPECT_EQ(fields(one, "\"required\"").forced_prefix, harmony_call_header("get_time"));
-  try {
-    fields(kTools, "\"required\"");
-    ADD_FAILURE();
-  } catch (const ApiError& e) {
-    EXPECT_EQ(std::string(e.param), "tool_choice");
-    EXPECT_NE(std::string(e.what()).find("required"), std::string::npos);
-  }
-  EXPECT_EQ(fields(kTools, "\"auto\"").mode, ToolMode::automatic);
-  EXPECT_EQ(fields(kTools, "\"none\"").mode, ToolMode::text);
-}
-
-TEST(HarmonyRequest, ConversationCarriesThinkingAndLeavesNullContentOut) {
-  const json::Value msgs = json::parse(R"([{"role": "user", "content": "hi"},
-      {"role": "assistant", "content": null, "reasoning_content": "look it up",
-       "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
-      {"role": "tool", "tool_call_id": "call_1", "content": "42"}])");
-  const chat::Value h = chat_messages(msgs, ToolFormat::openai, true);
-  const chat::Value& a = h.as_list()[1];
-  EXPECT_EQ(a.as_dict().find("thinking")->as_string(), "look it up");
-  EXPECT_EQ(a.as_dict().find("content"), nullptr);
-  EXPECT_EQ(a.as_dict().find("reasoning_content"), nullptr);
-  // Other templates see the fields as sent.
-  const chat::Value plain = chat_messages(msgs, ToolFormat::none, false);
-  EXPECT_TRUE(plain.as_list()[1].as_dict().find("content")->is_none());
-  EXPECT_EQ(plain.as_list()[1].as_dict().find("thinking"), nullptr);
-  EXPECT_THROW(chat_messages(json::parse(R"([{"role": "assistant", "content": "x", "reasoning_content": 3}])"),
-                             ToolFormat::openai, true),
-               ApiError);
-}
-
-ResponseContext harmony_context(ToolMode mode, bool include = true, std::string prefix = "") {
-  ResponseContext ctx;
-  ctx.endpoint = Endpoint::chat_completions;
-  ctx.id = "chatcmpl-1";
-  ctx.model = "m";
-  ctx.tool_mode = mode;
-  ctx.tool_format = ToolFormat::openai;
-  ctx.include_reasoning = include;
-  ctx.harmony = true;
-  ctx.harmony_prefix = std::move(prefix);
-  return ctx;
-}
-
-json::Value whole(const ResponseContext& ctx, const std::string& text, FinishReason reason = FinishReason::stop) {
-  Choice c;
-  c.text = text;
-  c.finish_reason = reason;
-  return json::parse(full_response(ctx, {c}, Usage{}, false)).find("choices")->as_array()[0];
-}
-
-TEST(HarmonyResponses, MessageFields) {
-  json::Value c = whole(harmony_context(ToolMode::automatic), "<|channel|>analysis<|message|>hm<|end|>" + kCall);
-  const json::Value* m = c.find("message");
-  EXPECT_EQ(m->find("reasoning_content")->as_string(), "hm");
-  EXPECT_TRUE(m->find("content")->is_null());
-  ASSERT_EQ(m->find("tool_calls")->as_array().size(), 1u);
-  EXPECT_EQ(c.find("finish_reason")->as_string(), "tool_calls");
-  // Cut: no call, "length".
-  c = whole(harmony_context(ToolMode::automatic), kCall, FinishReason::length);
-  EXPECT_EQ(c.find("message")->find("tool_calls"), nullptr);
-  EXPECT_EQ(c.find("finish_reason")->as_string(), "length");
-  // No reasoning: null; include_reasoning false: no field.
-  c = whole(harmony_context(ToolMode::text), "<|channel|>final<|message|>4");
-  EXPECT_EQ(c.find("message")->find("content")->as_string(), "4");
-  EXPECT_TRUE(c.find("message")->find("reasoning_content")->is_null());
-  c = whole(harmony_context(ToolMode::text, false), "<|channel|>analysis<|message|>hm<|end|>");
-  EXPECT_EQ(c.find("message")->find("reasoning_content"), nullptr);
-  // A forced call: the prompt's header first, then the sampled arguments.
-  c = whole(harmony_context(ToolMode::forced, true, harmony_call_header("get_weather")), "{\"city\": \"Rome\"}");
-  ASSERT_EQ(c.find("message")->find("tool_calls")->as_array().size(), 1u);
-  EXPECT_EQ(c.find("finish_reason")->as_string(), "tool_calls");
-}
-
-TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
-  const std::string text = kTexts[2];
-  for (size_t a = 1; a < text.size(); ++a) {
-    SCOPED_TRACE(std::to_string(a));
-    const ResponseContext ctx = harmony_context(ToolMode::automatic);
-    StreamWriter w(ctx, 1, false, false);
-    std::string reasoning, content;
-    size_t calls = 0;
-    std::vector<std::string> arguments;
-    std::string reason;
-    const std::vector<std::string> pieces = {text.substr(0, a), text.substr(a)};
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      SampleDelta d;
-      d.text = pieces[i];
-      if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
-      const std::string e = w.chunk(d);
-      const json::Value v = json::parse(e.substr(6));
-      const json::Value& ch = v.find("choices")->as_array()[0];
-      const json::Value& delta = *ch.find("delta");
-      if (const json::Value* r = delta.find("reasoning_content")) reasoning += r->as_string();
-      if (const json::Value* c = delta.find("content")) content += c->as_string();
-      if (const json::Value* t = delta.find("tool_calls"))
-        for (const json::Value& call : t->as_array()) {
-          const size_t index = size_t(call.find("index")->as_int());
-          if (call.find("id")) {  // the first delta names the call
-            ASSERT_EQ(index, calls++);
-            arguments.emplace_back();
-          }
-          ASSERT_LT(index, arguments.size());
-          arguments[index] += call.find("function")->find("arguments")->as_string();
-        }
-      if (!ch.find("finish_reason")->is_null()) reason = ch.find("finish_reason")->as_string();
-    }
-    const json::Value m = *whole(ctx, text).find("message");
-    EXPECT_EQ(content, m.find("content")->is_null() ? "" : m.find("content")->as_string());
-    EXPECT_EQ(reasoning, "");
-    EXPECT_EQ(calls, m.find("tool_calls")->as_array().size());
-    EXPECT_EQ(calls, 2u);
-    for (size_t c = 0; c < calls; ++c)
-      EXPECT_EQ(arguments[c], m.find("tool_calls")->as_array()[c].find("function")->find("arguments")->as_string());
-    EXPECT_EQ(reason, "tool_calls");
-  }
-}
-
-// A forced call: its header is the prompt's end, so the first chunk announces it, with the arguments it brings.
-TEST(HarmonyResponses, ForcedCallStreamsFromTheFirstChunk) {
-  const ResponseContext ctx = harmony_context(ToolMode::forced, true, harmony_call_header("get_weather"));
-  StreamWriter w(ctx, 1, false, false);
-  const std::vector<std::string> pieces = {"{\"city\": ", "\"Rome\"}"};
-  std::vector<std::vector<std::string>> fragments;
-  std::string reason;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    SampleDelta d;
-    d.text = pieces[i];
-    if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
-    const std::string e = w.chunk(d);
-    const json::Value v = json::parse(e.substr(6));
-    const json::Value& ch = v.find("choices")->as_array()[0];
-    fragments.emplace_back();
-    for (const json::Value& call : ch.find("delta")->find("tool_calls")->as_array()) {
-      EXPECT_EQ(call.find("index")->as_int(), 0);
-      EXPECT_EQ(call.find("id") != nullptr, i == 0);
-      if (i == 0) EXPECT_EQ(call.find("function")->find("name")->as_string(), "get_weather");
-      fragments.back().push_back(call.find("function")->find("arguments")->as_string());
-    }
-    if (!ch.find("finish_reason")->is_null()) reason = ch.find("finish_reason")->as_string();
-  }
-  EXPECT_EQ(fragments, (std::vector<std::vector<std::string>>{{"{\"city\": "}, {"\"Rome\"}"}}));
-  EXPECT_EQ(reason, "tool_calls");
-}
-
-TEST(HarmonyResponses, ParallelToolCallsFalseSendsTheFirstCallOnly) {
-  ResponseContext ctx = harmony_context(ToolMode::automatic);
-  ctx.parallel_tool_calls = false;
-  const json::Value c = whole(ctx, kTexts[2]);
-  const std::vector<json::Value>& calls = c.find("message")->find("tool_calls")->as_array();
-  ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].find("function")->find("name")->as_string(), "f");
-  StreamWriter w(ctx, 1, false, false);
-  SampleDelta d;
-  d.text = kTexts[2];
-  d.finish_reason = FinishReason::stop;
-  const json::Value v = json::parse(w.chunk(d).substr(6));
-  const json::Value& ch = v.find("choices")->as_array()[0];
-  ASSERT_EQ(ch.find("delta")->find("tool_calls")->as_array().size(), 1u);
-  EXPECT_EQ(ch.find("finish_reason")->as_string(), "tool_calls");
-}
 
 }  // namespace
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

@@ -1,16 +1,16 @@
-#include "server/reasoning.h"
+#include "answers/reasoning.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "answers/harmony.h"
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/stop.h"
-#include "server/harmony.h"
 #include "tokenizer/tokenizer.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 ReasoningParser parse_reasoning_parser(std::string_view name) {
   if (name == "qwen3") return ReasoningParser::qwen3;
   if (name == "deepseek_r1") return ReasoningParser::deepseek_r1;
@@ -109,7 +109,7 @@ ReasoningStream::Piece ReasoningStream::finish() {
 
 ReasoningSplit split_reasoning(std::string_view text, ReasoningParser parser) {
   ReasoningSplit out;
-  // openai_gptoss is read by server/harmony.h, channel by channel; text reaching this split is plain content.
+  // openai_gptoss is read by answers/harmony.h, channel by channel; text reaching this split is plain content.
   if (parser == ReasoningParser::none || parser == ReasoningParser::openai_gptoss) {
     out.content = std::string(text);
     return out;
@@ -128,4 +128,4 @@ ReasoningSplit split_reasoning(std::string_view text, ReasoningParser parser) {
   return out;
 }
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

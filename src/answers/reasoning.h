@@ -20,12 +20,12 @@ class Tokenizer;
 }
 }  // namespace attnzoo
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 
 inline constexpr std::string_view kThinkOpen = "<think>";
 inline constexpr std::string_view kThinkClose = "</think>";
 
-// openai_gptoss: gpt-oss's harmony channels (analysis is the reasoning), read by server/harmony.h.
+// openai_gptoss: gpt-oss's harmony channels (analysis is the reasoning), read by answers/harmony.h.
 enum class ReasoningParser { none, qwen3, deepseek_r1, openai_gptoss };
 
 // "qwen3" / "deepseek_r1" / "openai_gptoss" (vLLM's names); throws ArgumentError naming --reasoning-parser otherwise.
@@ -67,4 +67,4 @@ class ReasoningStream {
   std::string held_;
 };
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

@@ -1,18 +1,18 @@
-// Streamed tool calls (server/tool_stream.h) against the whole answer (read_answer): fixed answers of every format
+// Streamed tool calls (answers/tool_stream.h) against the whole answer (read_answer): fixed answers of every format
 // (Hermes, Llama 3 JSON, Mistral, DeepSeek-V3 / V3.1, Kimi-K2, pythonic) fed in every two-piece split,
 // every three-piece split of the shorter ones and random chunkings; the content deltas concatenate to the whole
 // answer's content, each call is announced once, in order, with the whole answer's name (and Kimi's own id), and its
 // argument fragments concatenate to the whole answer's arguments byte for byte; fed a byte at a time, every
 // argument byte goes out before the choice ends.
-#include "server/tool_stream.h"
+#include "answers/tool_stream.h"
 
 #include <gtest/gtest.h>
 
+#include "answers/tool_format_sections.h"
 #include "engine/json_sequence.h"
 #include "loader/json.h"
-#include "server/tool_format_sections.h"
-#include "server/tool_request.h"
 #include "testing/stream_split_testing.h"
+#include "testing/tool_request_testing.h"
 
 #include <algorithm>
 #include <ctime>
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 struct Streamed {
@@ -338,43 +338,11 @@ TEST(ToolStreamSplits, IdsAreFreshPerCall) {
   EXPECT_EQ(a.arguments, (std::vector<std::string>{"{}", "{}"}));
 }
 
-// "required" with several calls: per format, the request's schema and sequence accept the format's own syntax for
-// two calls (each held to its tool's parameters) and the answer reads back as those calls, whole or streamed;
-// parallel_tool_calls false and a named choice keep one call.
+// "required" with several calls (the request side: server/tool_request_test.cc): per format, two calls in the
+// format's own syntax read back as those calls, whole or streamed; cut inside the second, the answer is content.
 TEST(RequiredCalls, SeveralCallsInEachFormatsSyntax) {
-  const std::string tools = R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type":
-      "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-      {"type": "function", "function": {"name": "get_time"}}])";
-  const auto request = [&](ToolFormat f, const std::string& extra) {
-    return parse_tool_fields(json::parse("{\"tools\": " + tools + ", \"tool_choice\": \"required\"" + extra + "}"),
-                             true, f);
-  };
-  struct Want {
-    ToolFormat format;
-    std::string text, bad;  // two calls; the second call with the other tool's arguments
-  };
-  const std::vector<Want> wants = {
-      {ToolFormat::hermes,
-       "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
-       "\"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
-       "{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
-       "\"arguments\": {}}"},
-      {ToolFormat::mistral,
-       "{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
-       "{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {}}"},
-      {ToolFormat::llama3_json,
-       "{\"name\": \"get_time\", \"parameters\": {}}; {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
-       "{\"name\": \"get_time\", \"parameters\": {}}; {\"name\": \"get_weather\", \"parameters\": {}}"},
-  };
-  for (const Want& w : wants) {
+  for (const testing::TwoCalls& w : testing::kRequiredTwoCalls) {
     const std::string what = tool_format_name(w.format);
-    const ToolRequest r = request(w.format, "");
-    ASSERT_TRUE(r.schema && r.sequence) << what;
-    JsonSequenceRecognizer ok(*r.schema, r.sequence.get());
-    EXPECT_TRUE(ok.push(w.text)) << what;
-    EXPECT_TRUE(ok.can_end()) << what;
-    JsonSequenceRecognizer bad(*r.schema, r.sequence.get());
-    EXPECT_FALSE(bad.push(w.bad)) << what;  // get_weather without its required city
     const ParsedAnswer a = read_answer(w.text, ToolMode::forced, true, w.format);
     ASSERT_EQ(a.calls.size(), 2u) << what;
     EXPECT_EQ(a.calls[0].name, "get_time");
@@ -388,15 +356,8 @@ TEST(RequiredCalls, SeveralCallsInEachFormatsSyntax) {
     const std::string cut = w.text.substr(0, w.text.size() - 8);
     EXPECT_TRUE(read_answer(cut, ToolMode::forced, true, w.format).calls.empty()) << what;
     EXPECT_EQ(read_answer(cut, ToolMode::forced, true, w.format).content, cut) << what;
-    // One call: parallel_tool_calls false, or a named choice.
-    const ToolRequest one = request(w.format, ", \"parallel_tool_calls\": false");
-    EXPECT_TRUE(one.schema && !one.sequence) << what;
-    const ToolRequest named = parse_tool_fields(
-        json::parse("{\"tools\": " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "get_time"}}})"),
-        true, w.format);
-    EXPECT_TRUE(named.schema && !named.sequence) << what;
   }
 }
 
 }  // namespace
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

@@ -18,12 +18,12 @@
 #include <string_view>
 #include <vector>
 
-#include "server/tool_call_scan.h"
-#include "server/tool_calls.h"
-#include "server/tool_format_pythonic.h"
-#include "server/tool_format_sections.h"
+#include "answers/tool_call_scan.h"
+#include "answers/tool_calls.h"
+#include "answers/tool_format_pythonic.h"
+#include "answers/tool_format_sections.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 
 struct ToolCallDelta {
   size_t index = 0;
@@ -107,4 +107,4 @@ class ToolCallStream {
   PythonicCallStream pythonic_;  // DeepSeek-V3 / V3.1, Kimi-K2: read once, as the answer grows
 };
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

@@ -1,6 +1,7 @@
 // The Llama 3.x JSON and Mistral [TOOL_CALLS] call formats beside Hermes: vLLM's llama3_json / mistral parser rules
-// on fixed texts (what is a call, what stays content), the format read off the real templates, the forced call's
-// prompt opening and schema per format, Mistral's 9-character ids, and the streamed form of each.
+// on fixed texts (what is a call, what stays content), the format read off the real templates, Mistral's 9-character
+// ids (the forced call per format and the streamed form: server/tool_request_test.cc,
+// server/responses_tool_calls_test.cc).
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -8,15 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "answers/tool_calls.h"
 #include "core/error.h"
 #include "loader/json.h"
-#include "server/api_error.h"
-#include "server/responses.h"
-#include "server/tool_calls.h"
-#include "server/tool_request.h"
 #include "testing/tool_request_testing.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 using testing::read_test_data;
@@ -151,115 +149,6 @@ TEST(ToolFormat, DetectedFromRealTemplates) {
   }
 }
 
-using testing::accepts;
-using testing::kTools;
-
-TEST(ToolFormat, ForcedCallPerFormat) {
-  const auto forced = [](const std::string& choice, ToolFormat f, std::string_view src = {}) {
-    return parse_tool_fields(json::parse("{\"tools\": " + kTools + ", \"tool_choice\": " + choice + "}"), true, f,
-                             src);
-  };
-  const std::string named = R"({"type": "function", "function": {"name": "get_weather"}})";
-  ToolRequest r = forced(named, ToolFormat::llama3_json);
-  EXPECT_EQ(r.forced_prefix, "");
-  ASSERT_TRUE(r.schema);
-  EXPECT_TRUE(accepts(*r.schema, R"({"name": "get_weather", "parameters": {"city": "Rome"}})"));
-  EXPECT_FALSE(accepts(*r.schema, R"({"name": "get_weather", "arguments": {"city": "Rome"}})"));
-  const ParsedAnswer a = read_answer(R"({"name": "get_weather", "parameters": {"city": "Rome"}})", ToolMode::forced,
-                                     true, ToolFormat::llama3_json);
-  ASSERT_EQ(a.calls.size(), 1u);
-  EXPECT_EQ(args_of(a.calls[0]).find("city")->as_string(), "Rome");
-  r = forced("\"required\"", ToolFormat::llama3_json);
-  EXPECT_TRUE(accepts(*r.schema, R"({"name": "get_time", "parameters": {}})"));
-  EXPECT_FALSE(accepts(*r.schema, R"({"name": "get_weather", "parameters": {}})"));  // city is required
-
-  r = forced(named, ToolFormat::mistral, "{{- \"[TOOL_CALLS][\" }}");
-  EXPECT_EQ(r.forced_prefix, "[TOOL_CALLS][");
-  EXPECT_TRUE(accepts(*r.schema, R"({"name": "get_weather", "arguments": {"city": "Rome"}})"));
-  EXPECT_EQ(forced(named, ToolFormat::mistral, "{{- \"[TOOL_CALLS] [\" }}").forced_prefix, "[TOOL_CALLS] [");
-  const ParsedAnswer m = read_answer(R"({"name": "get_weather", "arguments": {}})", ToolMode::forced, true,
-                                     ToolFormat::mistral);
-  ASSERT_EQ(m.calls.size(), 1u);
-  EXPECT_EQ(m.calls[0].id.size(), 9u);
-  EXPECT_EQ(forced(named, ToolFormat::hermes).forced_prefix, "<tool_call>\n");
-  try {
-    forced(named, ToolFormat::none);
-    ADD_FAILURE();
-  } catch (const ApiError& e) {
-    EXPECT_EQ(std::string(e.param), "tools");
-  }
-}
-
-struct Streamed {
-  std::vector<std::string> contents;  // per delta
-  std::vector<std::string> names;
-  std::string reason;
-};
-
-Streamed stream(ToolFormat format, const std::vector<std::string>& pieces) {
-  ResponseContext ctx{Endpoint::chat_completions, "chatcmpl-1", 0, "m", nullptr, ToolMode::automatic, true};
-  ctx.tool_format = format;
-  StreamWriter w(ctx, 1, false, false);
-  Streamed out;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    SampleDelta d;
-    d.text = pieces[i];
-    if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
-    const std::string e = w.chunk(d);
-    const json::Value c = json::parse(e.substr(6, e.size() - 8));
-    const json::Value& choice = c.find("choices")->as_array()[0];
-    const json::Value* t = choice.find("delta")->find("content");
-    out.contents.push_back(t ? t->as_string() : "");
-    if (const json::Value* calls = choice.find("delta")->find("tool_calls"))
-      for (const json::Value& call : calls->as_array())  // a call's first delta names it
-        if (const json::Value* name = call.find("function")->find("name")) out.names.push_back(name->as_string());
-    if (!choice.find("finish_reason")->is_null()) out.reason = choice.find("finish_reason")->as_string();
-  }
-  return out;
-}
-
-TEST(ToolFormat, StreamedLlama3) {
-  // A '{' or <|python_tag|> start is held to the end; any other start streams from the first byte that rules a call
-  // out (a lone "<|py" could still be the tag).
-  Streamed s =
-      stream(ToolFormat::llama3_json, {" ", "<|py", "thon_tag|>{\"name\": \"f\", ", "\"parameters\": {}}", ""});
-  EXPECT_EQ(s.contents, (std::vector<std::string>{"", "", "", "", ""}));
-  EXPECT_EQ(s.names, (std::vector<std::string>{"f"}));
-  EXPECT_EQ(s.reason, "tool_calls");
-  s = stream(ToolFormat::llama3_json, {"<|p", "x Hi", " {\"name\": \"f\", \"parameters\": {}}", ""});
-  EXPECT_EQ(s.contents, (std::vector<std::string>{"", "<|px Hi", " {\"name\": \"f\", \"parameters\": {}}", ""}));
-  EXPECT_TRUE(s.names.empty());
-  EXPECT_EQ(s.reason, "stop");
-  s = stream(ToolFormat::llama3_json, {"{\"a\": ", "1} no", ""});  // held, then no call: all of it at the end
-  EXPECT_EQ(s.contents, (std::vector<std::string>{"", "", "{\"a\": 1} no"}));
-  EXPECT_TRUE(s.names.empty());
-}
-
-TEST(ToolFormat, StreamedMistral) {
-  Streamed s = stream(ToolFormat::mistral, {"Sure", ". [TOOL", "_CALLS][{\"name\": \"f\", \"arguments\": {}}, ",
-                                            "{\"name\": \"g\", \"arguments\": {}}]", ""});
-  EXPECT_EQ(s.contents, (std::vector<std::string>{"Sure", ". ", "", "", ""}));
-  EXPECT_EQ(s.names, (std::vector<std::string>{"f", "g"}));
-  EXPECT_EQ(s.reason, "tool_calls");
-  s = stream(ToolFormat::mistral, {"a [TOOL", "S]", ""});
-  EXPECT_EQ(s.contents, (std::vector<std::string>{"a ", "[TOOLS]", ""}));
-  EXPECT_TRUE(s.names.empty());
-}
-
-TEST(ToolFormat, FullResponseMistral) {
-  ResponseContext ctx{Endpoint::chat_completions, "chatcmpl-1", 0, "m", nullptr, ToolMode::automatic, true};
-  ctx.tool_format = ToolFormat::mistral;
-  Choice called;
-  called.text = "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"x\": 1}}]";
-  called.finish_reason = FinishReason::stop;
-  const json::Value r = json::parse(full_response(ctx, {called}, Usage{}, false));
-  const json::Value& a = r.find("choices")->as_array()[0];
-  EXPECT_TRUE(a.find("message")->find("content")->is_null());
-  const json::Value& call = a.find("message")->find("tool_calls")->as_array()[0];
-  EXPECT_EQ(call.find("id")->as_string().size(), 9u);
-  EXPECT_EQ(call.find("function")->find("arguments")->as_string(), "{\"x\": 1}");  // as the model wrote it
-  EXPECT_EQ(a.find("finish_reason")->as_string(), "tool_calls");
-}
 
 }  // namespace
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

@@ -1,4 +1,4 @@
-#include "server/tool_format_pythonic.h"
+#include "answers/tool_format_pythonic.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "core/utf8.h"
 #include "loader/json_writer.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 // A recursive-descent reader of the Python subset the format allows, writing the values as JSON as it goes.
@@ -376,4 +376,4 @@ bool may_be_pythonic_calls(std::string_view answer) {
   return at == std::string_view::npos || answer[at] == '[';
 }
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

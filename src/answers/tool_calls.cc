@@ -1,18 +1,18 @@
-#include "server/tool_calls.h"
+#include "answers/tool_calls.h"
 
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <random>
 
+#include "answers/tool_call_scan.h"
+#include "answers/tool_format_pythonic.h"
+#include "answers/tool_format_sections.h"
 #include "core/error.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
-#include "server/tool_format_pythonic.h"
-#include "server/tool_format_sections.h"
-#include "server/tool_call_scan.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 bool all_space(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
@@ -317,4 +317,4 @@ ParsedAnswer read_answer(std::string_view text, ToolMode mode, bool parallel, To
   return out;
 }
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

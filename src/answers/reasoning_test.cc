@@ -1,6 +1,6 @@
-// The qwen3 / deepseek_r1 reasoning split (vLLM's rules, server/reasoning.h) on fixed texts, the same split fed
-// in pieces cut at every offset, and the reasoning fields of whole and streamed chat answers.
-#include "server/reasoning.h"
+// The qwen3 / deepseek_r1 reasoning split (vLLM's rules, answers/reasoning.h) on fixed texts, the same split fed
+// in pieces cut at every offset, and the parsers' names (the response fields: server/responses_reasoning_test.cc).
+#include "answers/reasoning.h"
 
 #include <gtest/gtest.h>
 
@@ -9,10 +9,9 @@
 
 #include "core/error.h"
 #include "loader/json.h"
-#include "server/responses.h"
 #include "testing/stream_split_testing.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 using P = ReasoningParser;
@@ -124,95 +123,5 @@ TEST(Reasoning, ParserNames) {
   }
 }
 
-ResponseContext chat_context(P parser, ToolMode mode = ToolMode::text, bool include = true) {
-  ResponseContext ctx;
-  ctx.endpoint = Endpoint::chat_completions;
-  ctx.id = "chatcmpl-1";
-  ctx.model = "m";
-  ctx.tool_mode = mode;
-  ctx.reasoning = parser;
-  ctx.include_reasoning = include;
-  return ctx;
-}
-
-json::Value whole(const ResponseContext& ctx, const std::string& text) {
-  Choice c;
-  c.text = text;
-  c.finish_reason = FinishReason::stop;
-  return json::parse(full_response(ctx, {c}, Usage{}, false)).find("choices")->as_array()[0];
-}
-
-TEST(ReasoningResponses, WholeAnswer) {
-  const json::Value m = *whole(chat_context(P::qwen3), "<think>hm</think>\n\n4").find("message");
-  EXPECT_EQ(m.find("reasoning_content")->as_string(), "hm");
-  EXPECT_EQ(m.find("content")->as_string(), "\n\n4");
-  // Empty content is null beside the reasoning.
-  EXPECT_TRUE(whole(chat_context(P::deepseek_r1), "hm").find("message")->find("content")->is_null());
-  EXPECT_TRUE(whole(chat_context(P::qwen3), "4").find("message")->find("reasoning_content")->is_null());
-  // include_reasoning false: no field at all.
-  EXPECT_EQ(whole(chat_context(P::qwen3, ToolMode::text, false), "<think>hm</think>4").find("message")->find(
-                "reasoning_content"),
-            nullptr);
-  // No parser: the tags stay in the content, no reasoning field.
-  const json::Value plain = *whole(chat_context(P::none), "<think>hm</think>4").find("message");
-  EXPECT_EQ(plain.find("content")->as_string(), "<think>hm</think>4");
-  EXPECT_EQ(plain.find("reasoning_content"), nullptr);
-}
-
-TEST(ReasoningResponses, ToolCallsAreReadFromTheContentOnly) {
-  const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>";
-  const json::Value c = whole(chat_context(P::qwen3, ToolMode::automatic), "<think>maybe " + call + "</think>" + call);
-  const json::Value& m = *c.find("message");
-  EXPECT_EQ(m.find("reasoning_content")->as_string(), "maybe " + call);
-  ASSERT_EQ(m.find("tool_calls")->as_array().size(), 1u);
-  EXPECT_TRUE(m.find("content")->is_null());
-  EXPECT_EQ(c.find("finish_reason")->as_string(), "tool_calls");
-}
-
-// The SSE chunks of one choice fed `pieces`, read back into the reasoning, content and calls they carry.
-struct Streamed {
-  std::string reasoning, content;
-  size_t calls = 0;
-  bool reasoning_after_content = false;
-};
-
-Streamed stream_answer(const ResponseContext& ctx, const std::vector<std::string>& pieces) {
-  StreamWriter w(ctx, 1, false, false);
-  Streamed out;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    SampleDelta d;
-    d.index = 0;
-    d.text = pieces[i];
-    if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
-    std::string sse = w.chunk(d);
-    const json::Value v = json::parse(sse.substr(6));
-    const json::Value& delta = *v.find("choices")->as_array()[0].find("delta");
-    if (const json::Value* r = delta.find("reasoning_content")) {
-      out.reasoning_after_content = out.reasoning_after_content || !out.content.empty();
-      out.reasoning += r->as_string();
-    }
-    if (const json::Value* c = delta.find("content")) out.content += c->as_string();
-    if (const json::Value* t = delta.find("tool_calls"))  // a call's first delta carries its id
-      for (const json::Value& c : t->as_array()) out.calls += c.find("id") != nullptr;
-  }
-  return out;
-}
-
-TEST(ReasoningResponses, StreamedEqualsWholeAtEveryCut) {
-  const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
-  const std::string text = "<think>a <tool_call> b</think>Sure." + call;
-  for (P parser : {P::qwen3, P::deepseek_r1})
-    for (size_t a = 1; a < text.size(); ++a) {
-      SCOPED_TRACE(std::to_string(a));
-      const ResponseContext ctx = chat_context(parser, ToolMode::automatic);
-      const Streamed s = stream_answer(ctx, {text.substr(0, a), text.substr(a)});
-      const json::Value m = *whole(ctx, text).find("message");
-      EXPECT_EQ(s.reasoning, m.find("reasoning_content")->as_string());
-      EXPECT_EQ(s.content, m.find("content")->as_string());
-      EXPECT_EQ(s.calls, m.find("tool_calls")->as_array().size());
-      EXPECT_FALSE(s.reasoning_after_content);
-    }
-}
-
 }  // namespace
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

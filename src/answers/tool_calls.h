@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 
 inline constexpr std::string_view kToolCallOpen = "<tool_call>";
 inline constexpr std::string_view kToolCallClose = "</tool_call>";
@@ -25,10 +25,10 @@ inline constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
 //                calls separated by ';' (vLLM's llama3_json: an answer that does not begin so is content).
 //   mistral:     content, then [TOOL_CALLS] and a JSON array of {"name": ..., "arguments": {...}}; ids of 9
 //                letters and digits (Mistral's templates refuse others).
-//   openai:      gpt-oss's harmony messages, a call being one addressed to=functions.NAME (server/harmony.h reads
+//   openai:      gpt-oss's harmony messages, a call being one addressed to=functions.NAME (answers/harmony.h reads
 //                the whole answer, channels and calls together).
-//   deepseek_v3, deepseek_v31, kimi_k2: content, then a special-token section of calls (server/tool_format_sections.h).
-//   pythonic:    the whole answer is [f(a=1), g()] (server/tool_format_pythonic.h).
+//   deepseek_v3, deepseek_v31, kimi_k2: content, then a special-token section of calls (answers/tool_format_sections.h).
+//   pythonic:    the whole answer is [f(a=1), g()] (answers/tool_format_pythonic.h).
 enum class ToolFormat { none, hermes, llama3_json, mistral, openai, deepseek_v3, deepseek_v31, kimi_k2, pythonic };
 
 ToolFormat parse_tool_call_parser(std::string_view name);  // ArgumentError naming --tool-call-parser
@@ -83,4 +83,4 @@ ParsedAnswer forced_calls(std::string_view text, ToolFormat format);
 // "call_" + 24 hex digits; for mistral 9 letters and digits.
 std::string new_tool_call_id(ToolFormat format = ToolFormat::hermes);
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

@@ -1,7 +1,7 @@
-// The resumable scanners (server/tool_call_scan.h: CallObjectScanner, JsonValueEnd) against the whole-text ones they
+// The resumable scanners (answers/tool_call_scan.h: CallObjectScanner, JsonValueEnd) against the whole-text ones they
 // resume (scan_call_object, json_value_end): fed every prefix of a text in turn, a byte at a time or in random
 // pieces, each reading equals the whole-text reading of that prefix, field by field.
-#include "server/tool_call_scan.h"
+#include "answers/tool_call_scan.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 const std::vector<std::string> kObjects = {
@@ -89,4 +89,4 @@ TEST(JsonValueEnd, EveryPrefixEndsAsTheWholeRead) {
 }
 
 }  // namespace
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

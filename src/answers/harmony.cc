@@ -1,4 +1,4 @@
-#include "server/harmony.h"
+#include "answers/harmony.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 #include "engine/stop.h"
 #include "tokenizer/tokenizer.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 constexpr std::array<std::string_view, 4> kBodyEnds = {kHarmonyEnd, kHarmonyReturn, kHarmonyCall, kHarmonyStart};
@@ -206,4 +206,4 @@ HarmonyAnswer read_harmony(std::string_view text, bool stopped, bool read_calls,
   return out;
 }
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

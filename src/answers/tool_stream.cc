@@ -1,10 +1,10 @@
-#include "server/tool_stream.h"
+#include "answers/tool_stream.h"
 
 #include "engine/stop.h"  // tag_overlap: a tail that may still become a marker
-#include "server/tool_call_scan.h"
-#include "server/tool_format_pythonic.h"
+#include "answers/tool_call_scan.h"
+#include "answers/tool_format_pythonic.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 // A Llama 3.x answer that may still turn out to be calls: so far only whitespace, or it begins with '{' or with
@@ -362,4 +362,4 @@ ToolStreamStep ToolCallStream::finish() {
   return out;
 }
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

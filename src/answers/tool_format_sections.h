@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "server/tool_call_scan.h"
-#include "server/tool_calls.h"
+#include "answers/tool_call_scan.h"
+#include "answers/tool_calls.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 
 inline constexpr std::string_view kDeepSeekCallsBegin = "<｜tool▁calls▁begin｜>";
 inline constexpr std::string_view kDeepSeekCallsEnd = "<｜tool▁calls▁end｜>";
@@ -76,4 +76,4 @@ std::string forced_call_opening(ToolFormat f, std::string_view name);
 // answer was cut by max_tokens). Kimi's id is "functions.NAME:0", as its template numbers a turn's first call.
 bool forced_section_call(ToolFormat f, std::string_view name, std::string_view arguments, ToolCall& call);
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

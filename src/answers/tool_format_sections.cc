@@ -1,4 +1,4 @@
-#include "server/tool_format_sections.h"
+#include "answers/tool_format_sections.h"
 
 #include <algorithm>
 #include <functional>
@@ -7,7 +7,7 @@
 
 #include "loader/json.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 constexpr size_t npos = std::string_view::npos;
@@ -312,4 +312,4 @@ bool forced_section_call(ToolFormat f, std::string_view name, std::string_view a
   return true;
 }
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

@@ -4,12 +4,12 @@
 
 #include <string>
 
+#include "answers/tool_format_pythonic.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
-#include "server/tool_format_pythonic.h"
 #include "testing/tool_request_testing.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 using testing::read_test_data;
@@ -83,4 +83,4 @@ TEST(PythonicToolCalls, MatchesPythonsAst) {
 }
 
 }  // namespace
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/tool_calls.h"
+#include "answers/tool_calls.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 
 struct CallScan {
   static constexpr size_t npos = std::string_view::npos;
@@ -91,4 +91,4 @@ MistralSegments mistral_segments(std::string_view text, size_t at);
 // writes ids): the function's name and where the value begins (whitespace skipped); false while it is not so.
 bool mistral_args_call(std::string_view segment, std::string_view& name, size_t& value);
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers

@@ -1,8 +1,8 @@
-#include "server/tool_call_scan.h"
+#include "answers/tool_call_scan.h"
 
 #include "loader/json.h"
 
-namespace attnzoo::server {
+namespace attnzoo::answers {
 namespace {
 
 // One past the string token that opens at s[at] ('"'); npos while it is open.
@@ -300,4 +300,4 @@ bool mistral_args_call(std::string_view segment, std::string_view& name, size_t&
   return true;
 }
 
-}  // namespace attnzoo::server
+}  // namespace attnzoo::answers
