@@ -37,9 +37,14 @@ def _ids(ids, name="ids"):
     return x
 
 
+# Model.chat's reasoning_parser: vLLM's names, as `attnzoo chat --reasoning-parser` takes them.
+_REASONING_PARSERS = (None, "qwen3", "deepseek_r1", "openai_gptoss")
+
+
 class ChatReply(str):
     """Model.chat's reply: the answer as a str, and the thinking the model wrote apart from it (gpt-oss's analysis
-    channel) as ``reasoning_content``, None where it wrote none; the field name is the one serve's messages use."""
+    channel, or the ``<think>`` block a ``reasoning_parser`` reads) as ``reasoning_content``, None where it wrote
+    none; the field name is the one serve's messages use."""
 
     def __new__(cls, content, reasoning_content=None):
         reply = super().__new__(cls, content)
@@ -212,7 +217,7 @@ class Model:
 
     def chat(self, messages, max_new_tokens=256, do_sample=None, temperature=None, top_k=None, top_p=None,
              min_p=None, repetition_penalty=None, seed=0, stop=None, stream=None, eos_token_id=None,
-             **template_kwargs):
+             reasoning_parser=None, **template_kwargs):
         """The assistant's reply to ``messages`` (a list of {"role", "content"} dicts) as text.
 
         The conversation goes through the checkpoint's chat template with the assistant header added; the reply
@@ -224,11 +229,26 @@ class Model:
         channel, ``reasoning_content`` the analysis, as ``attnzoo serve`` splits them, and ``stream`` gets the
         final channel's text only. Passing the reply back as ``{"role": "assistant", "content": reply,
         "reasoning_content": reply.reasoning_content}`` gives the template both.
+
+        ``reasoning_parser`` ("qwen3", "deepseek_r1"; "openai_gptoss" reads harmony channels as gpt-oss's template
+        does) reads a ``<think>`` block out of the answer as ``attnzoo serve --reasoning-parser`` and ``attnzoo chat
+        --reasoning-parser`` do (vLLM's rules, docs/REASONING.md): the reply is the content, ``reasoning_content``
+        the block (None where qwen3 finds no closed block). As with the CLI it is never guessed from the checkpoint,
+        and a model whose template and vocabulary know no ``</think>`` is refused. ``stream`` gets the content only,
+        as it comes (a piece that may still be the start of a tag is held back); the reasoning is not sent to it.
         """
         from .generate import generate
+        if reasoning_parser not in _REASONING_PARSERS:
+            raise ValueError(f"reasoning_parser: must be None, 'qwen3', 'deepseek_r1' or 'openai_gptoss', got "
+                             f"{reasoning_parser!r}")
         ids = self.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, **template_kwargs)
         source, special = self.chat_template
-        harmony = _core.reads_harmony(source)
+        if reasoning_parser is not None and not _core.knows_reasoning_tag(reasoning_parser, source,
+                                                                          self.tokenizer._native):
+            tag = "<|channel|>" if reasoning_parser == "openai_gptoss" else "</think>"
+            raise ValueError(f"reasoning_parser={reasoning_parser!r}: the checkpoint knows no {tag} (neither its chat "
+                             "template nor its vocabulary has it), so its answers have no reasoning to separate")
+        harmony = _core.reads_harmony(source, reasoning_parser or "")
         if eos_token_id is None:
             from .generate import _eos_ids
             end_of_turn = _core.end_of_turn_ids(source, special, self.tokenizer._native)
@@ -239,6 +259,8 @@ class Model:
         args = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
                     top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty, seed=seed, stop=stop,
                     eos_token_id=eos_token_id)
+        if not harmony and reasoning_parser is not None:
+            return self._chat_thinking(ids, reasoning_parser, stream, args)
         if not harmony:
             out = generate(self, self.tokenizer, ids, stream=stream, **args)
             if out and out[-1] in ends:
@@ -257,6 +279,31 @@ class Model:
                        skip_special_tokens=False, **args)
         take(reader.finish(bool(out) and out[-1] in ends))
         return ChatReply("".join(content), "".join(reasoning) if reader.has_reasoning else None)
+
+    def _chat_thinking(self, ids, parser, stream, args):
+        """Model.chat's answer read by a <think> parser: the stream as serve streams it, the reply as serve splits
+        the whole answer (the two agree at every cut: answers/reasoning_test.cc)."""
+        from .generate import generate
+        # A tag the vocabulary marks special would be dropped from the text: keep special tokens then, as serve does.
+        skip = True
+        for tag in ("<think>", "</think>"):
+            tag_ids = self.tokenizer.encode(tag, add_special_tokens=False)
+            if len(tag_ids) == 1 and self.tokenizer.is_special(tag_ids[0]):
+                skip = False
+        reader, text = _core.ReasoningStream(parser), []
+
+        def take(piece):
+            if stream is not None and piece[1]:
+                stream(piece[1])
+
+        def feed(piece):
+            text.append(piece)
+            take(reader.feed(piece))
+
+        generate(self, self.tokenizer, ids, stream=feed, skip_special_tokens=skip, **args)
+        take(reader.finish())
+        reasoning, content = _core.split_reasoning("".join(text), parser)
+        return ChatReply(content, reasoning)
 
     def perplexity(self, text_or_ids, n_ctx=512, n_batch=2048, n_chunks=None, bos="auto"):
         """llama.cpp's perplexity over a text or token ids: windows of n_ctx tokens from an empty state, the

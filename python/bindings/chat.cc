@@ -1,5 +1,5 @@
 // Bindings for chat templates: attnzoo._core.ChatTemplate and load_chat_template (wrapped by attnzoo/chat.py),
-// and the harmony reader that Model.chat reads gpt-oss answers with (the one serve and the CLI use).
+// and the answer readers Model.chat reads gpt-oss and <think> answers with (the ones serve and the CLI use).
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -9,6 +9,7 @@
 #include <nanobind/stl/string_view.h>
 
 #include "answers/harmony.h"
+#include "answers/reasoning.h"
 #include "answers/tool_calls.h"
 #include "bindings.h"
 #include "chat/chat_template.h"
@@ -16,6 +17,14 @@
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::py {
+namespace {
+
+// A reasoning parser's name as Model.chat checked it ("" for none).
+answers::ReasoningParser parser_of(const std::string& name) {
+  return name.empty() ? answers::ReasoningParser::none : answers::parse_reasoning_parser(name);
+}
+
+}  // namespace
 
 void bind_chat(nb::module_& m) {
   using chat::ChatTemplate;
@@ -47,10 +56,43 @@ void bind_chat(nb::module_& m) {
       nb::arg("source"), nb::arg("special_tokens"), nb::arg("tokenizer"));
   m.def(
       "reads_harmony",
-      [](const std::string& source) {
-        return answers::reads_harmony(answers::detect_tool_format(source), answers::ReasoningParser::none);
+      [](const std::string& source, const std::string& parser) {
+        return answers::reads_harmony(answers::detect_tool_format(source), parser_of(parser));
       },
-      nb::arg("template_source"), "Whether a chat template's answers are gpt-oss harmony messages.");
+      nb::arg("template_source"), nb::arg("parser") = "",
+      "Whether a chat template's answers (or those of the parser named) are gpt-oss harmony messages.");
+  m.def(
+      "knows_reasoning_tag",
+      [](const std::string& parser, const std::string& source,
+                  const std::shared_ptr<const tok::Tokenizer>& tokenizer) {
+        return answers::knows_reasoning_tag(parser_of(parser), source, *tokenizer);
+      },
+      nb::arg("parser"), nb::arg("template_source"), nb::arg("tokenizer"));
+  m.def(
+      "split_reasoning",
+      [](std::string_view text,
+         const std::string& parser) -> std::pair<std::optional<std::string>, std::string> {
+        answers::ReasoningSplit r = answers::split_reasoning(text, parser_of(parser));
+        return {r.has_reasoning ? std::optional(std::move(r.reasoning)) : std::nullopt, std::move(r.content)};
+      },
+      nb::arg("text"), nb::arg("parser"), "(reasoning or None, content), as serve's whole chat answers split them.");
+  // feed / finish return (reasoning, content) pieces, as serve streams them.
+  nb::class_<answers::ReasoningStream>(m, "ReasoningStream")
+      .def("__init__",
+           [](answers::ReasoningStream* r, const std::string& parser) {
+             new (r) answers::ReasoningStream(parser_of(parser));
+           },
+           nb::arg("parser"))
+      .def("feed",
+           [](answers::ReasoningStream& r, std::string_view text) {
+             auto p = r.feed(text);
+             return std::make_pair(std::move(p.reasoning), std::move(p.content));
+           },
+           nb::arg("text"))
+      .def("finish", [](answers::ReasoningStream& r) {
+        auto p = r.finish();
+        return std::make_pair(std::move(p.reasoning), std::move(p.content));
+      });
   m.def(
       "harmony_end_ids",
       [](const std::shared_ptr<const tok::Tokenizer>& tokenizer) { return answers::harmony_end_ids(*tokenizer); },

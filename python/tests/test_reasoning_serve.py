@@ -9,7 +9,8 @@ apply_chat_template ids with the same seed (which the reasoning parser never tou
 deltas must add up to the same. chat_template_kwargs {"enable_thinking": false} renders as transformers'
 apply_chat_template(..., enable_thinking=False) does (same prompt length, same greedy answer on transformers' ids).
 The flag is refused for a model that knows no </think>, bad fields with a 400 naming them. `attnzoo chat
---reasoning-parser qwen3 --hide-thinking` prints the content of the same split of its greedy answer."""
+--reasoning-parser qwen3 --hide-thinking` prints the content of the same split of its greedy answer, and
+Model.chat(reasoning_parser=...) returns serve's message fields for the same greedy answer."""
 import json
 import os
 import subprocess
@@ -266,3 +267,50 @@ def test_chat_hides_or_shows_thinking(tmp_path):
     r = subprocess.run([CLI, "chat", "-m", path, "--hide-thinking"], input="", capture_output=True, text=True,
                        timeout=60)
     assert r.returncode != 0 and "--reasoning-parser" in r.stderr, r.stderr
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["added_tags", "special_tags"])
+def thinking(tmp_path_factory, request):
+    """The greedy thinker, its tags added tokens (Qwen3's) or special ones (kept in the text all the same)."""
+    path, tok = _checkpoint(tmp_path_factory.mktemp("thinking_llama"), special=request.param, tweak=_thinks_greedily)
+    return path, request.param
+
+
+@pytest.mark.parametrize("parser", ["qwen3", "deepseek_r1"])
+def test_model_chat_reads_think_as_serve(thinking, parser):
+    """Model.chat(reasoning_parser=...) on a greedy answer that opens a block at once and closes it: the reply and its
+    reasoning_content are serve's message.content / reasoning_content for the same greedy answer, the stream gets
+    the content only, and without the parser the reply is the raw text, split the same by the rules in Python."""
+    pytest.importorskip("openai")
+    import attnzoo
+    path, special = thinking
+    s = _server(path, parser)
+    try:
+        m = s.client().chat.completions.create(model="tiny", messages=QUESTION, max_tokens=12,
+                                               temperature=0).choices[0].message
+    finally:
+        assert s.stop() == 0
+    assert m.reasoning_content and m.reasoning_content.strip() and m.content, m  # the tweak worked: both fields
+    model = attnzoo.Model.load(path)
+    pieces = []
+    reply = model.chat(QUESTION, max_new_tokens=12, do_sample=False, reasoning_parser=parser, stream=pieces.append)
+    assert isinstance(reply, attnzoo.ChatReply)
+    assert (str(reply), reply.reasoning_content) == (m.content, m.reasoning_content)
+    assert "".join(pieces) == str(reply)
+    plain = model.chat(QUESTION, max_new_tokens=12, do_sample=False)
+    assert plain.reasoning_content is None
+    if special:  # without a parser the special tags are dropped from the text, as before
+        assert plain == reply.reasoning_content + reply, plain
+    else:
+        assert "</think>" in plain and _split(str(plain), parser) == (reply.reasoning_content, str(reply)), plain
+
+
+def test_model_chat_refuses_parsers_it_cannot_honour(tmp_path):
+    import attnzoo
+    path, _ = _checkpoint(tmp_path, template=QWEN25, think_tags=False)
+    model = attnzoo.Model.load(path)
+    with pytest.raises(ValueError, match="reasoning_parser='qwen3'.*</think>"):
+        model.chat(QUESTION, max_new_tokens=2, reasoning_parser="qwen3")
+    with pytest.raises(ValueError, match="reasoning_parser: must be"):
+        model.chat(QUESTION, max_new_tokens=2, reasoning_parser="granite")
+    assert model.chat(QUESTION, max_new_tokens=2).reasoning_content is None  # no parser: as before

@@ -11,6 +11,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::answers {
+
 ReasoningParser parse_reasoning_parser(std::string_view name) {
   if (name == "qwen3") return ReasoningParser::qwen3;
   if (name == "deepseek_r1") return ReasoningParser::deepseek_r1;
@@ -29,6 +30,11 @@ const char* reasoning_parser_name(ReasoningParser p) {
   return "none";
 }
 
+bool knows_reasoning_tag(ReasoningParser p, std::string_view template_source, const tok::Tokenizer& tokenizer) {
+  const std::string_view tag = p == ReasoningParser::openai_gptoss ? kHarmonyChannel : kThinkClose;
+  return template_source.find(tag) != std::string_view::npos || tokenizer.encode(std::string(tag), false).size() == 1;
+}
+
 void check_reasoning_parser(ReasoningParser p, const ChatFormat* chat, const tok::Tokenizer& tokenizer,
                             const std::string& model) {
   if (p == ReasoningParser::none) return;
@@ -37,8 +43,7 @@ void check_reasoning_parser(ReasoningParser p, const ChatFormat* chat, const tok
     throw ArgumentError("--reasoning-parser " + name + ": " + model + " has no chat template, and reasoning is only "
                         "read from chat answers");
   const std::string_view tag = p == ReasoningParser::openai_gptoss ? kHarmonyChannel : kThinkClose;
-  const std::vector<int32_t> close = tokenizer.encode(std::string(tag), false);
-  if (!chat->mentions(tag) && close.size() != 1)
+  if (!knows_reasoning_tag(p, chat->source(), tokenizer))
     throw ArgumentError("--reasoning-parser " + name + ": " + model + " knows no " + std::string(tag) +
                         " (neither its chat template nor its vocabulary has it), so its answers have no reasoning " +
                         (p == ReasoningParser::openai_gptoss ? "channel" : "block") + " to separate");

@@ -32,6 +32,10 @@ enum class ReasoningParser { none, qwen3, deepseek_r1, openai_gptoss };
 ReasoningParser parse_reasoning_parser(std::string_view name);
 const char* reasoning_parser_name(ReasoningParser p);
 
+// Whether the model can write `p`'s end tag (</think>; openai_gptoss: <|channel|>): its chat template mentions it or
+// its vocabulary holds it as one token. Model.chat asks this before reading with `p`.
+bool knows_reasoning_tag(ReasoningParser p, std::string_view template_source, const tok::Tokenizer& tokenizer);
+
 // A parser for a model that never writes <think> ... </think> would call every answer reasoning (deepseek_r1) or
 // change nothing: throws ArgumentError naming --reasoning-parser unless the chat template or the vocabulary (one
 // token) knows </think> (openai_gptoss: <|channel|>). `model`: the directory, for the message.
