@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -228,6 +230,53 @@ TEST(MixerInputSharing, MoeRouterBesideTheSharedExpert) {
       expect_sharing_exact(f32_router ? "moe f32 router" : "moe", t, f32_router ? 2 : 4, run(moe), active(moe));
       expect_sharing_exact(f32_router ? "deepseek f32 router" : "deepseek", t, f32_router ? 2 : 3, run(ds), active(ds));
     }
+}
+
+// Decode of a Kimi-Linear-sized KDA layer (hidden 2304, 32 heads of 128, Q4_K), 64 steps, sharing off / on
+// alternated: the time ratio and the quantizations per step. Timings, so disabled; run with
+// --gtest_also_run_disabled_tests --gtest_filter=MixerInputSharing.DISABLED_BenchKdaDecode.
+TEST(MixerInputSharing, DISABLED_BenchKdaDecode) {
+  Weights w(QuantType::Q4_K);
+  const int64_t hidden = 2304;
+  const KdaConfig c{.hidden = hidden, .num_heads = 32, .head_dim = 128, .conv_kernel = 4};
+  const int64_t D = c.qkv_dim(), K = c.head_dim;
+  KdaWeights kw;
+  kw.q_proj = w.make(D, hidden, "q_proj");
+  kw.k_proj = w.make(D, hidden, "k_proj");
+  kw.v_proj = w.make(D, hidden, "v_proj");
+  kw.q_conv = w.tensor({D, 1, c.conv_kernel}, 0.5f);
+  kw.k_conv = w.tensor({D, 1, c.conv_kernel}, 0.5f);
+  kw.v_conv = w.tensor({D, 1, c.conv_kernel}, 0.5f);
+  kw.f_a_proj = w.make(K, hidden, "f_a_proj");
+  kw.f_b_proj = w.make(D, K, "f_b_proj", QuantType::Q4_0);
+  kw.A_log = w.tensor({1, 1, c.num_heads, 1}, 0.5f);
+  kw.dt_bias = w.tensor({D}, 0.5f);
+  kw.b_proj = w.make(c.num_heads, hidden, "b_proj");
+  kw.g_a_proj = w.make(K, hidden, "g_a_proj");
+  kw.g_b_proj = w.make(D, K, "g_b_proj", QuantType::Q4_0);
+  kw.o_norm_weight = w.tensor({K}, 0.3f, 1.f);
+  kw.o_proj = w.make(hidden, D, "o_proj");
+  const KdaMixer m(c, std::move(kw), "kda");
+  const int64_t steps = 64;
+  HostTensor x(DType::f32, {steps, hidden}, 5, 0.01f);
+  const std::vector<int64_t> pieces(size_t(steps), 1);
+  ScopedMatmulPrecision scope(MatmulPrecision::automatic);
+  for (int round = 0; round < 7; ++round) {
+    double s[2];
+    uint64_t q[2];
+    for (int shared = 0; shared < 2; ++shared) {
+      Linear::set_sharing(shared == 1);
+      const uint64_t q0 = quant_gemv_quantizations();
+      const auto t0 = std::chrono::steady_clock::now();
+      testing::run_mixer_pieces(m, x.view.ptr<float>(), hidden, pieces);
+      s[shared] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      q[shared] = (quant_gemv_quantizations() - q0) / uint64_t(steps);
+    }
+    Linear::set_sharing(true);
+    std::printf("round %d: unshared %.2f ms/step (%llu quantizations), shared %.2f ms/step (%llu), ratio %.3f\n",
+                round, 1e3 * s[0] / steps, (unsigned long long)q[0], 1e3 * s[1] / steps, (unsigned long long)q[1],
+                s[1] / s[0]);
+  }
 }
 
 }  // namespace
