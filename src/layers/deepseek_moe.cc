@@ -138,9 +138,16 @@ void BasicDeepseekMoe<Expert>::route(const float* x, int64_t T, MoeRouting& out)
 template <class Expert>
 void BasicDeepseekMoe<Expert>::forward(const float* x, int64_t T, float* out) const {
   MoeRouting routing;
-  route(x, T, routing);
-
-  if (shared_) shared_->forward(x, T, out);
+  if (!shared_) {
+    route(x, T, routing);
+  } else {
+    // The router rides in the shared expert's gate / up (or up) call: one quantization of x for all of them.
+    const int64_t E = num_experts();
+    std::vector<float> logits(size_t(T * E));
+    const Linear::SharedOutput beside[1] = {{&router_, logits.data()}};
+    shared_->forward(x, T, out, beside);
+    route_grouped_top_k(logits.data(), bias_.data(), T, E, config_, routing);
+  }
   run_routed_experts(experts_, routing, config_.top_k, x, T, out, /*accumulate=*/shared_.has_value());
 }
 

@@ -104,21 +104,20 @@ void GatedDeltaNetMixer::forward(const float* x, const Batch& batch, const Layer
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), C = c.conv_dim(), HV = c.num_v_heads;
   const int64_t H = c.num_k_heads, K = c.head_k_dim, V = c.head_v_dim, kd = c.key_dim(), vd = c.value_dim();
-  // The sources' outputs side by side [T, in_proj_width_] (written in place with the row stride when there is
-  // no bias to add), then each token's runs scattered into the parts.
-  std::vector<float> raw(size_t(T * in_proj_width_)), with_bias;
+  // The sources' outputs side by side [T, in_proj_width_], written in place with the row stride (a bias too: every
+  // route adds it per row), then each token's runs scattered into the parts. The sources share one quantization
+  // (or bf16 rounding) of x and one dispatch, kMaxShared at a time: the same bits as one by one.
+  std::vector<float> raw(size_t(T * in_proj_width_));
+  std::vector<Linear::SharedOutput> outs;
   int64_t col = 0;
   for (const Linear& l : w_.in_proj) {
-    const int64_t n = l.out_features();
-    if (!l.has_bias()) {
-      l.forward(x, T, raw.data() + col, in_proj_width_);
-    } else {
-      with_bias.resize(size_t(T * n));
-      l.forward(x, T, with_bias.data());
-      for (int64_t t = 0; t < T; ++t) std::copy_n(with_bias.data() + t * n, n, raw.data() + t * in_proj_width_ + col);
-    }
-    col += n;
+    outs.push_back({&l, raw.data() + col, in_proj_width_});
+    col += l.out_features();
   }
+  for (size_t i = 0; i < outs.size(); i += Linear::kMaxShared)
+    Linear::forward_shared(std::span<const Linear::SharedOutput>(outs).subspan(
+                               i, std::min(outs.size() - i, size_t(Linear::kMaxShared))),
+                           x, T);
   // The kernels want each tensor contiguous: conv input, z, and the gates from b and a (parallel over tokens).
   std::vector<float> mixed(size_t(T * C)), conv_out(size_t(T * C)), z(size_t(T * vd)), g(size_t(T * HV)),
       beta(size_t(T * HV)), ba(size_t(T * 2 * HV));

@@ -66,15 +66,18 @@ void KdaMixer::forward(const float* x, const Batch& batch, const LayerMemory& me
   const int64_t T = batch.num_tokens(), C = c.conv_dim(), D = c.qkv_dim(), H = c.num_heads, K = c.head_dim;
   // [q | k | v] per token, written in place by the three projections (row stride C), then convolved.
   std::vector<float> mixed(size_t(T * C)), conv_out(size_t(T * C));
-  w_.q_proj.forward(x, T, mixed.data(), C);
-  w_.k_proj.forward(x, T, mixed.data() + D, C);
-  w_.v_proj.forward(x, T, mixed.data() + 2 * D, C);
-
-  // Forget gate (per channel log decay), write strength, and the output gate's input.
-  std::vector<float> low(size_t(T * K)), g(size_t(T * D)), beta(size_t(T * H)), gate(size_t(T * D));
-  w_.f_a_proj.forward(x, T, low.data());
-  w_.f_b_proj.forward(low.data(), T, g.data());
-  w_.b_proj.forward(x, T, beta.data());
+  // Forget gate (per channel log decay), write strength, and the output gate's input. The six projections of x
+  // share one quantization (or bf16 rounding) of it and one dispatch: the same bits as one by one.
+  std::vector<float> f_low(size_t(T * K)), g_low(size_t(T * K)), g(size_t(T * D)), beta(size_t(T * H)),
+      gate(size_t(T * D));
+  Linear::forward_shared({{&w_.q_proj, mixed.data(), C},
+                          {&w_.k_proj, mixed.data() + D, C},
+                          {&w_.v_proj, mixed.data() + 2 * D, C},
+                          {&w_.f_a_proj, f_low.data()},
+                          {&w_.b_proj, beta.data()},
+                          {&w_.g_a_proj, g_low.data()}},
+                         x, T);
+  w_.f_b_proj.forward(f_low.data(), T, g.data());
   // Element-wise gates with an exp / log1p each: T * D of them, so split over the pool by tokens.
   auto for_token_blocks = [&](const std::function<void(int64_t)>& per_token) {
     constexpr int64_t kTokensPerTask = 16;
@@ -89,8 +92,7 @@ void KdaMixer::forward(const float* x, const Batch& batch, const LayerMemory& me
     }
     for (int64_t h = 0; h < H; ++h) beta[size_t(t * H + h)] = 1.f / (1.f + std::exp(-beta[size_t(t * H + h)]));
   });
-  w_.g_a_proj.forward(x, T, low.data());
-  w_.g_b_proj.forward(low.data(), T, gate.data());
+  w_.g_b_proj.forward(g_low.data(), T, gate.data());
 
   const int64_t Wm1 = c.conv_state_len();
   auto state_of = [&](int64_t s) {

@@ -51,8 +51,10 @@ void LightningAttentionMixer::forward(const float* x, const Batch& batch, const 
   const auto& c = config_;
   const int64_t T = batch.num_tokens(), H = c.heads, D = c.head_dim, inner = c.inner();
   if (T == 0) return;
-  std::vector<float> qkv(size_t(T * 3 * inner)), q(size_t(T * inner)), k(size_t(T * inner)), v(size_t(T * inner));
-  w_.qkv_proj.forward(x, T, qkv.data());
+  std::vector<float> qkv(size_t(T * 3 * inner)), q(size_t(T * inner)), k(size_t(T * inner)), v(size_t(T * inner)),
+      gate(size_t(T * inner));
+  // The output gate reads the layer's input too: one quantization (or bf16 rounding) of x for both, the same bits.
+  Linear::forward_shared({{&w_.qkv_proj, qkv.data()}, {&w_.output_gate, gate.data()}}, x, T);
   apply_activation_inplace(Activation::silu, qkv.data(), T * 3 * inner);
   // Per token and head the projection holds [q | k | v]; the kernels want each as [T, H, D].
   constexpr int64_t kTokensPerTask = 16;
@@ -84,8 +86,6 @@ void LightningAttentionMixer::forward(const float* x, const Batch& batch, const 
   });
   // rmsnorm over all heads' features, then the sigmoid gate of the layer's input.
   rms_norm(o.data(), T, inner, inner, norm_.data(), c.norm_eps, o.data(), inner);
-  std::vector<float> gate(size_t(T * inner));
-  w_.output_gate.forward(x, T, gate.data());
   for (int64_t i = 0; i < T * inner; ++i) o[size_t(i)] *= 1.f / (1.f + std::exp(-gate[size_t(i)]));
   w_.out_proj.forward(o.data(), T, out);
 }

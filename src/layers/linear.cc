@@ -236,17 +236,34 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
   }
 }
 
-void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float*>> outs, const float* x,
-                            int64_t T) {
+namespace {
+std::atomic<bool> g_sharing{true};
+}  // namespace
+
+void Linear::set_sharing(bool on) { g_sharing.store(on, std::memory_order_relaxed); }
+bool Linear::sharing() { return g_sharing.load(std::memory_order_relaxed); }
+
+void Linear::forward_shared(std::span<const SharedOutput> outs, const float* x, int64_t T) {
   if (int(outs.size()) > kMaxShared)
     throw ArgumentError("outs: at most " + std::to_string(kMaxShared) + " projections");
+  if (outs.empty()) return;
+  for (const SharedOutput& o : outs)
+    if (o.linear == nullptr || o.y == nullptr || (o.ldy != 0 && o.ldy < o.linear->out_features()))
+      throw ArgumentError("outs: each projection needs a Linear, an output and ldy 0 or >= its out_features" +
+                          (o.linear ? " (" + o.linear->name() + ")" : std::string()));
+  const auto ldy_of = [](const SharedOutput& o) { return o.ldy ? o.ldy : o.linear->out_features(); };
+  if (T <= 0) return;
+  if (!sharing()) {
+    for (const SharedOutput& o : outs) o.linear->forward(x, T, o.y, ldy_of(o));
+    return;
+  }
   // Fused only where linear_forward would take the f32-activation GEMV for every projection, so the results stay
   // those of forward() one by one: with reduced products the integer path quantizes x per call, and several rows
   // of dense weights go to the bf16 tiles.
   bool fused = T >= 1 && T <= kGemvMaxTokens, blocked = false;
-  for (const auto& [l, y] : outs) {
+  for (const auto& [l, y, ld] : outs) {
     const bool reduced = reduced_products(l->reduced_weights_);
-    if (l->in_features() != outs.begin()->first->in_features()) fused = false;
+    if (l->in_features() != outs[0].linear->in_features()) fused = false;
     if (l->is_quantized()) {
       blocked = true;
       if (reduced) fused = false;
@@ -257,47 +274,54 @@ void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float
     }
   }
   if (!fused) {
-    // Block weights that all take the integer rows share one quantization of x and one dispatch (q / k / v, gate
-    // / up, at decode sizes and on the prompt rows): the products are forward()'s.
-    bool shared_int8 = T >= 1 && outs.size() >= 2;
-    for (const auto& [l, y] : outs) {
-      const Route route = route_of(l->w_, T, reduced_products(l->reduced_weights_));
-      shared_int8 = shared_int8 && l->is_quantized() && reduced_products(l->reduced_weights_) &&
-                    (route == Route::gemv || route == Route::quant_gemv_invariant);
+    // Grouped by route: block weights on the integer rows share one quantization of x and one dispatch (q / k /
+    // v, gate / up, at decode sizes and on the prompt rows); those on the bf16 GEMM share one rounding (and
+    // transpose) of x; the rest (a dense router beside quantized experts) run alone. The products are forward()'s.
+    const int64_t K = outs[0].linear->in_features();
+    QuantGemvOutput int8[kMaxShared];
+    const SharedOutput* int8_of[kMaxShared];
+    const SharedOutput* bf16[kMaxShared];
+    const SharedOutput* alone[kMaxShared];
+    size_t n_int8 = 0, n_bf16 = 0, n_alone = 0;
+    for (const SharedOutput& o : outs) {
+      const Linear* l = o.linear;
+      const bool reduced = reduced_products(l->reduced_weights_);
+      const Route route = route_of(l->w_, T, reduced);
+      if (l->in_features() != K)
+        alone[n_alone++] = &o;
+      else if (l->is_quantized() && reduced && (route == Route::gemv || route == Route::quant_gemv_invariant))
+        int8_of[n_int8] = &o, int8[n_int8++] = {&l->w_, l->bias_ptr(), o.y, ldy_of(o)};
+      else if (route == Route::bf16_gemm)
+        bf16[n_bf16++] = &o;
+      else
+        alone[n_alone++] = &o;
     }
-    if (shared_int8) {
-      QuantGemvOutput qo[kMaxShared];
-      size_t n = 0;
-      for (const auto& [l, y] : outs) {
+    if (n_int8 >= 2) {
+      if (LinearInputObserver* obs = linear_input_observer())
+        for (size_t i = 0; i < n_int8; ++i) obs->observe(int8_of[i]->linear->name(), x, T, K);
+      quant_gemv_shared({int8, n_int8}, x, T);
+    } else if (n_int8 == 1) {
+      int8_of[0]->linear->forward(x, T, int8_of[0]->y, ldy_of(*int8_of[0]));
+    }
+    if (n_bf16 >= 2) {
+      active_target();
+      const Bf16Activations prepared = prepare_bf16_activations(x, T, K);
+      for (size_t i = 0; i < n_bf16; ++i) {
+        const Linear* l = bf16[i]->linear;
         if (LinearInputObserver* o = linear_input_observer()) o->observe(l->name(), x, T, l->in_features());
-        qo[n++] = {&l->w_, l->bias_ptr(), y, l->w_.rows};
+        const OpLabel label(l->name().c_str());
+        linear_gemm_bf16(l->w_, l->bias_ptr(), prepared, bf16[i]->y, ldy_of(*bf16[i]), panel_rows(l->w_.rows, 32, 16));
       }
-      quant_gemv_shared({qo, n}, x, T);
-      return;
+    } else if (n_bf16 == 1) {
+      bf16[0]->linear->forward(x, T, bf16[0]->y, ldy_of(*bf16[0]));
     }
-    // Projections that all take the bf16 GEMM share one rounding (and transpose) of x: q / k / v round it once
-    // instead of three times, gate / up once instead of twice. The products are forward()'s.
-    bool shared_bf16 = T >= 1;
-    for (const auto& [l, y] : outs)
-      shared_bf16 = shared_bf16 && l->in_features() == outs.begin()->first->in_features() &&
-                    route_of(l->w_, T, reduced_products(l->reduced_weights_)) == Route::bf16_gemm;
-    if (!shared_bf16 || outs.size() < 2) {
-      for (const auto& [l, y] : outs) l->forward(x, T, y);
-      return;
-    }
-    active_target();
-    const Bf16Activations prepared = prepare_bf16_activations(x, T, outs.begin()->first->in_features());
-    for (const auto& [l, y] : outs) {
-      if (LinearInputObserver* o = linear_input_observer()) o->observe(l->name(), x, T, l->in_features());
-      const OpLabel label(l->name().c_str());
-      linear_gemm_bf16(l->w_, l->bias_ptr(), prepared, y, l->w_.rows, panel_rows(l->w_.rows, 32, 16));
-    }
+    for (size_t i = 0; i < n_alone; ++i) alone[i]->linear->forward(x, T, alone[i]->y, ldy_of(*alone[i]));
     return;
   }
   if (LinearInputObserver* o = linear_input_observer())  // calibration sees each projection, as forward() shows it
-    for (const auto& [l, y] : outs) o->observe(l->name(), x, T, l->in_features());
+    for (const auto& [l, y, ld] : outs) o->observe(l->name(), x, T, l->in_features());
   active_target();
-  const int64_t K = outs.begin()->first->in_features();
+  const int64_t K = outs[0].linear->in_features();
   thread_local AlignedBuffer<float> xsum16_scratch;  // the tasks read it through `xsum16`, not by name
   const float* xsum16 = nullptr;
   if (blocked) {
@@ -308,11 +332,12 @@ void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float
   // Task ranges of each projection, rows per task as in linear_gemv (~64 KiB of weights, ~4 tasks per thread).
   const Linear* ls[kMaxShared];
   float* ys[kMaxShared];
-  int64_t rows[kMaxShared], first[kMaxShared + 1] = {0};
+  int64_t lds[kMaxShared], rows[kMaxShared], first[kMaxShared + 1] = {0};
   int n = 0;
-  for (const auto& [l, y] : outs) {
+  for (const auto& [l, y, ld] : outs) {
     ls[n] = l;
     ys[n] = y;
+    lds[n] = ld ? ld : l->w_.rows;
     rows[n] = panel_rows(l->w_.rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(l->w_.row_bytes, 1)), 1);
     first[n + 1] = first[n] + (l->w_.rows + rows[n] - 1) / rows[n];
     ++n;
@@ -325,10 +350,10 @@ void Linear::forward_shared(std::initializer_list<std::pair<const Linear*, float
     const float* bias = ls[i]->bias_ptr();
     if (quant_is_blocked(w.type)) {
       quant_gemv_rows_f32({w, x, xsum16, {}, size_t(T), size_t(n0), size_t(n1), bias, ys[i],
-                           size_t(w.rows)});
+                           size_t(lds[i])});
     } else {
       gemv_rows({w.data, w.type == QuantType::F32 ? DType::f32 : DType::bf16, size_t(K), x, size_t(T), size_t(n0),
-                 size_t(n1), bias, ys[i], size_t(w.rows)});
+                 size_t(n1), bias, ys[i], size_t(lds[i])});
     }
   });
 }

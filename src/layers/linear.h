@@ -164,13 +164,26 @@ class Linear {
   // Block-quantized, or stored as bf16 on request: what matmul precision "auto" reduces the products of.
   bool reduced_weights() const { return reduced_weights_; }
   const std::string& name() const;  // as given at construction (the module's name)
-  // Up to kMaxShared projections of the same x [T, in] (q / k / v, gate / up), each y contiguous: the same
-  // results as forward() one by one; at decode sizes (f32 activations) the rows of all of them are split over
+  // Up to kMaxShared projections of the same x [T, in] (q / k / v, gate / up, a mixer's in_proj pieces): the
+  // same results as forward() one by one; at decode sizes (f32 activations) the rows of all of them are split over
   // the pool in one dispatch instead of one each; where all take the bf16 GEMM (a prefill) x is rounded to
   // bf16 pairs once for all of them, and where all take the integer rows (8-bit activations, any T) x is
-  // quantized once and all of them run in one dispatch.
-  static constexpr int kMaxShared = 4;
-  static void forward_shared(std::initializer_list<std::pair<const Linear*, float*>> outs, const float* x, int64_t T);
+  // quantized once and all of them run in one dispatch. Each y has its own row stride (ldy; 0: out_features),
+  // so that projections may write side by side into columns of one buffer.
+  struct SharedOutput {
+    const Linear* linear = nullptr;
+    float* y = nullptr;
+    int64_t ldy = 0;
+  };
+  static constexpr int kMaxShared = 8;
+  static void forward_shared(std::initializer_list<SharedOutput> outs, const float* x, int64_t T) {
+    forward_shared(std::span<const SharedOutput>(outs.begin(), outs.size()), x, T);
+  }
+  static void forward_shared(std::span<const SharedOutput> outs, const float* x, int64_t T);
+  // Test hook: off, forward_shared runs forward() one projection at a time (each quantizing or rounding x
+  // itself), the path the mixers' tests compare the shared one to. Process-wide; on by default.
+  static void set_sharing(bool on);
+  static bool sharing();
 
  private:
   const float* bias_ptr() const { return bias_ ? bias_->data() : nullptr; }

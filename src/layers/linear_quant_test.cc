@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/threads.h"
@@ -353,6 +354,57 @@ TEST(LinearQuant, GatedMlpQuantizesEachInputOfAPromptOnce) {
   const uint64_t before = quant_gemv_quantizations();
   mlp.forward(x.view.ptr<float>(), T, y.data());
   EXPECT_EQ(quant_gemv_quantizations() - before, 2u);
+}
+
+// Projections written side by side into columns of one buffer (each y with the buffer's row stride, as the KDA
+// and Gated DeltaNet mixers pass them): block weights of three formats (regrouped rows and GGUF rows) share one
+// quantization, a dense f32 router and a bf16 projection beside them take their own routes, and every column is
+// forward()'s to the bit; the padding past the columns is never written.
+TEST(LinearQuant, ForwardSharedWritesStridedColumnsGroupedByRoute) {
+  struct PromptInt8On {
+    PromptInt8Rows saved = linear_prompt_int8_rows();
+    PromptInt8On() { set_linear_prompt_int8_rows(PromptInt8Rows::on); }
+    ~PromptInt8On() { set_linear_prompt_int8_rows(saved); }
+  } on;
+  const int64_t K = 256;
+  const std::vector<uint8_t> q4k = testing::random_quant_rows(QuantType::Q4_K, 48, K, 131);
+  const std::vector<uint8_t> q80 = testing::random_quant_rows(QuantType::Q8_0, 33, K, 132);
+  const std::vector<uint8_t> q40 = testing::random_quant_rows(QuantType::Q4_0, 16, K, 133);
+  HostTensor wr(DType::f32, {5, K}, 134, 0.1f), wb(DType::f32, {12, K}, 135, 0.1f), b(DType::f32, {33}, 136);
+  const TensorView none;
+  const Linear ls[5] = {Linear::from_quantized(q4k.data(), q4k.size(), QuantType::Q4_K, 48, K, none, "q"),
+                        Linear::from_quantized(q80.data(), q80.size(), QuantType::Q8_0, 33, K, b.view, "k"),
+                        Linear::from_quantized(q40.data(), q40.size(), QuantType::Q4_0, 16, K, none, "v"),
+                        Linear::from_weights(wr.view, none, "router", DType::f32),
+                        Linear::from_weights(wb.view, none, "b", DType::bf16)};
+  int64_t col[6] = {0};
+  for (int i = 0; i < 5; ++i) col[i + 1] = col[i] + ls[i].out_features();
+  const int64_t ld = col[5] + 3;
+  for (MatmulPrecision p : {MatmulPrecision::automatic, MatmulPrecision::highest, MatmulPrecision::medium})
+    for (int64_t T : {1, 3, 8, 9, 64}) {
+      ScopedMatmulPrecision scope(p);
+      const std::string at = "T=" + std::to_string(T) + " precision " + std::to_string(int(p));
+      HostTensor x(DType::f32, {T, K}, 140 + uint64_t(T));
+      std::vector<float> want(size_t(T * ld), -1.f), got(size_t(T * ld), -1.f);
+      const uint64_t alone = quant_gemv_quantizations();
+      for (int i = 0; i < 5; ++i) ls[i].forward(x.view.ptr<float>(), T, want.data() + col[i], ld);
+      const uint64_t one_by_one = quant_gemv_quantizations() - alone;
+      const uint64_t before = quant_gemv_quantizations();
+      Linear::forward_shared({{&ls[0], got.data() + col[0], ld}, {&ls[1], got.data() + col[1], ld},
+                              {&ls[2], got.data() + col[2], ld}, {&ls[3], got.data() + col[3], ld},
+                              {&ls[4], got.data() + col[4], ld}},
+                             x.view.ptr<float>(), T);
+      EXPECT_EQ(quant_gemv_quantizations() - before, p == MatmulPrecision::highest ? 0u : 1u) << at;
+      EXPECT_EQ(one_by_one, p == MatmulPrecision::highest ? 0u : 3u) << at;
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << at;
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = col[5]; j < ld; ++j) EXPECT_EQ(got[size_t(t * ld + j)], -1.f) << at;
+    }
+  // A stride narrower than the projection is refused by name, as is a missing output.
+  std::vector<float> y(64 * 48);
+  HostTensor x(DType::f32, {1, K}, 150);
+  EXPECT_THROW(Linear::forward_shared({{&ls[0], y.data(), 40}}, x.view.ptr<float>(), 1), ArgumentError);
+  EXPECT_THROW(Linear::forward_shared({{&ls[0], nullptr}}, x.view.ptr<float>(), 1), ArgumentError);
 }
 
 }  // namespace

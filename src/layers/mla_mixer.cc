@@ -65,15 +65,15 @@ void MlaMixer::forward(const float* x, const Batch& batch, const LayerMemory& me
   const int64_t T = batch.num_tokens(), H = c.num_heads, Dq = c.qk_head_dim(), L = c.latent_dim();
   const int64_t dn = c.qk_nope_head_dim, r = c.kv_lora_rank, dv = c.v_head_dim;
   std::vector<float> q(size_t(T * H * Dq)), latent(size_t(T * L)), attn(size_t(T * H * dv));
+  // q (or q_a) and kv_a share one quantization (or bf16 rounding) of x and one dispatch: the same bits as one by one.
   if (w_.q_proj) {
-    w_.q_proj->forward(x, T, q.data());
+    Linear::forward_shared({{&*w_.q_proj, q.data()}, {&w_.kv_a_proj, latent.data()}}, x, T);
   } else {
     std::vector<float> qa(size_t(T * c.q_lora_rank));
-    w_.q_a_proj->forward(x, T, qa.data());
+    Linear::forward_shared({{&*w_.q_a_proj, qa.data()}, {&w_.kv_a_proj, latent.data()}}, x, T);
     w_.q_a_norm->forward(qa.data(), T, c.q_lora_rank, qa.data(), c.q_lora_rank);
     w_.q_b_proj->forward(qa.data(), T, q.data());
   }
-  w_.kv_a_proj.forward(x, T, latent.data());
   w_.kv_a_norm.forward(latent.data(), T, L, latent.data(), L);
 
   // q_pe sits after q_nope inside each head: rotate it as T * H one-head rows, each at its token's position.

@@ -1,5 +1,6 @@
 #include "layers/mlp.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
@@ -28,17 +29,28 @@ PlainMlp::PlainMlp(Linear up, Linear down, Activation act, const std::string& na
   check_shape(up_, down_.in_features(), down_.out_features(), name + ".up_proj.weight");
 }
 
-void PlainMlp::forward(const float* x, int64_t T, float* out) const {
+void PlainMlp::forward(const float* x, int64_t T, float* out) const { forward(x, T, out, {}); }
+
+void PlainMlp::forward(const float* x, int64_t T, float* out, std::span<const Linear::SharedOutput> beside) const {
   const int64_t I = up_.out_features();
   thread_local std::vector<float> u_scratch;  // grown once, as in GatedMlp
   u_scratch.resize(size_t(T * I));
   float* u = u_scratch.data();
-  up_.forward(x, T, u);
+  if (beside.empty()) {
+    up_.forward(x, T, u);
+  } else {
+    Linear::SharedOutput outs[Linear::kMaxShared] = {{&up_, u}};
+    require(beside.size() < size_t(Linear::kMaxShared), "beside", "too many projections beside up");
+    std::copy(beside.begin(), beside.end(), outs + 1);
+    Linear::forward_shared(std::span<const Linear::SharedOutput>(outs, beside.size() + 1), x, T);
+  }
   ThreadPool::global().parallel_for(T, [&](int64_t t, int) { apply_activation_inplace(act_, u + t * I, I); });
   down_.forward(u, T, out);
 }
 
-void GatedMlp::forward(const float* x, int64_t T, float* out) const {
+void GatedMlp::forward(const float* x, int64_t T, float* out) const { forward(x, T, out, {}); }
+
+void GatedMlp::forward(const float* x, int64_t T, float* out, std::span<const Linear::SharedOutput> beside) const {
   const int64_t I = intermediate();
   // Per-thread scratch, grown once: a decode step allocates nothing here. Tasks on other threads reach it through
   // these pointers (inside a task, the names would be that thread's own, empty, buffers).
@@ -47,7 +59,10 @@ void GatedMlp::forward(const float* x, int64_t T, float* out) const {
   u_scratch.resize(size_t(T * I));
   float* g = g_scratch.data();
   float* u = u_scratch.data();
-  Linear::forward_shared({{&gate_, g}, {&up_, u}}, x, T);
+  Linear::SharedOutput outs[Linear::kMaxShared] = {{&gate_, g}, {&up_, u}};
+  require(beside.size() + 2 <= size_t(Linear::kMaxShared), "beside", "too many projections beside gate / up");
+  std::copy(beside.begin(), beside.end(), outs + 2);
+  Linear::forward_shared(std::span<const Linear::SharedOutput>(outs, beside.size() + 2), x, T);
   // exp/tanh per element is not free at prefill sizes: split rows over the pool.
   ThreadPool::global().parallel_for(T, [&](int64_t t, int) { gated_activation(act_, g + t * I, u + t * I, g + t * I, I); });
   down_.forward(g, T, out);

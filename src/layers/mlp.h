@@ -21,6 +21,9 @@ class GatedMlp : public FeedForward {
   uint64_t weight_bytes() const override { return gate_.weight_bytes() + up_.weight_bytes() + down_.weight_bytes(); }
   // x [T, hidden] -> out [T, hidden].
   void forward(const float* x, int64_t T, float* out) const override;
+  // forward(), with up to Linear::kMaxShared - 2 other projections of the same x (a MoE's router and shared gate)
+  // run in the one shared call of gate / up: one quantization of x for all of them, the same bits.
+  void forward(const float* x, int64_t T, float* out, std::span<const Linear::SharedOutput> beside) const;
 
  private:
   Linear gate_, up_, down_;
@@ -38,6 +41,8 @@ class PlainMlp : public FeedForward {
   Activation activation() const { return act_; }
   uint64_t weight_bytes() const override { return up_.weight_bytes() + down_.weight_bytes(); }
   void forward(const float* x, int64_t T, float* out) const override;
+  // forward(), with up to Linear::kMaxShared - 1 other projections of the same x run in the shared call of up.
+  void forward(const float* x, int64_t T, float* out, std::span<const Linear::SharedOutput> beside) const;
 
  private:
   Linear up_, down_;

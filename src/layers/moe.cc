@@ -134,15 +134,18 @@ template void run_routed_experts(const std::vector<PlainMlp>&, const MoeRouting&
                                  float*, bool);
 
 void SparseMoe::forward(const float* x, int64_t T, float* out) const {
-  const int64_t H = experts_[0].hidden(), k = config_.top_k;
+  const int64_t H = experts_[0].hidden(), k = config_.top_k, E = num_experts();
   MoeRouting routing;
-  route(x, T, routing);
-
-  if (shared_expert_) {
-    shared_expert_->forward(x, T, out);
+  if (!shared_expert_) {
+    route(x, T, routing);
+  } else {
+    // The router and the shared gate ride in the shared expert's gate / up call: one quantization of x for all.
+    std::vector<float> logits(size_t(T * E)), gate(static_cast<size_t>(T));
+    const Linear::SharedOutput beside[2] = {{&router_, logits.data()},
+                                            {shared_gate_ ? &*shared_gate_ : nullptr, gate.data()}};
+    shared_expert_->forward(x, T, out, std::span<const Linear::SharedOutput>(beside, shared_gate_ ? 2 : 1));
+    route_softmax_top_k(logits.data(), T, E, config_.top_k, config_.normalize_top_k, routing);
     if (shared_gate_) {
-      std::vector<float> gate(static_cast<size_t>(T));
-      shared_gate_->forward(x, T, gate.data());
       for (int64_t t = 0; t < T; ++t) {
         const float s = 1.f / (1.f + std::exp(-gate[size_t(t)]));
         for (int64_t i = 0; i < H; ++i) out[t * H + i] *= s;
