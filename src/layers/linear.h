@@ -166,9 +166,9 @@ class Linear {
   const std::string& name() const;  // as given at construction (the module's name)
   // Up to kMaxShared projections of the same x [T, in] (q / k / v, gate / up, a mixer's in_proj pieces): the
   // same results as forward() one by one; at decode sizes (f32 activations) the rows of all of them are split over
-  // the pool in one dispatch instead of one each; where all take the bf16 GEMM (a prefill) x is rounded to
-  // bf16 pairs once for all of them, and where all take the integer rows (8-bit activations, any T) x is
-  // quantized once and all of them run in one dispatch. Each y has its own row stride (ldy; 0: out_features),
+  // the pool in one dispatch instead of one each; grouped by route, those on the bf16 GEMM (a prefill) share one
+  // rounding of x to bf16 pairs, those on the integer rows (8-bit activations, any T) one quantization of x and
+  // one dispatch, and the rest run alone. Each y has its own row stride (ldy; 0: out_features),
   // so that projections may write side by side into columns of one buffer.
   struct SharedOutput {
     const Linear* linear = nullptr;
