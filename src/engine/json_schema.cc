@@ -575,32 +575,6 @@ class Compiler {
 
 }  // namespace
 
-uint32_t JsonSchema::add_trie(const std::vector<std::string>& words, bool keys) {
-  const uint32_t root = uint32_t(trie.size());
-  trie.emplace_back();
-  for (size_t i = 0; i < words.size(); ++i) {
-    const uint64_t bit = keys ? uint64_t(1) << i : ~uint64_t(0);
-    uint32_t at = root;
-    trie[at].mask |= bit;
-    for (char c : words[i]) {
-      uint32_t next = trie_child(at, uint8_t(c));
-      if (next == kUnbounded) {
-        next = uint32_t(trie.size());
-        const bool escaped = trie[at].escaped || c == '\\';
-        trie.emplace_back();
-        trie.back().escaped = escaped;
-        auto& edges = trie[at].edges;
-        edges.insert(std::upper_bound(edges.begin(), edges.end(), std::make_pair(uint8_t(c), next)),
-                     {uint8_t(c), next});
-      }
-      at = next;
-      trie[at].mask |= bit;
-    }
-    trie[at].terminal = int32_t(i);
-  }
-  return root;
-}
-
 std::shared_ptr<const JsonSchema> compile_json_schema(const Value& schema) { return Compiler(schema).run(); }
 
 }  // namespace attnzoo
