@@ -130,6 +130,13 @@ uint64_t ThreadPool::dispatch_count() { return g_dispatches.load(std::memory_ord
 
 namespace {
 
+// `active_` during a job: the workers that joined it and still run its tasks, or that count minus kClosed once the
+// submitter has run out of tasks. A worker joins only while the job is open, so the submitter then waits for the
+// workers already inside, never for one that has yet to be scheduled or woken: on a loaded machine (or when a
+// worker sleeps past its spin) the submitter that ran every task itself returns at once instead of waiting
+// milliseconds for a thread that would find nothing left to do.
+constexpr int kClosed = 1 << 30;
+
 // Polls `ready` for about ThreadPool::kSpinMicros; true as soon as it holds. The clock is read every 64 pauses;
 // a yield every round leaves the core to a runnable thread of this process when threads outnumber cores.
 template <class Ready>
@@ -163,8 +170,15 @@ void ThreadPool::worker_loop(int worker) {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = generation_.load(std::memory_order_acquire);
+    // Join while the job is open (the acquire pairs with run_job's release store that opened it, after its fields
+    // were written: a worker that woke for an earlier job and joins this one reads this one's fields). A closed job
+    // has no task left: skip it and wait for the next generation.
+    int in = active_.load(std::memory_order_acquire);
+    while (in >= 0 && !active_.compare_exchange_weak(in, in + 1, std::memory_order_acquire)) {
+    }
+    if (in < 0) continue;
     run_tasks(worker, false);
-    if (active_.fetch_sub(1) == 1 && submitter_sleeps_.load()) {
+    if (active_.fetch_sub(1) == 1 - kClosed && submitter_sleeps_.load()) {
       std::lock_guard<std::mutex> lock(mutex_);  // the submitter is in done_.wait or about to test active_
       done_.notify_one();
     }
@@ -172,7 +186,8 @@ void ThreadPool::worker_loop(int worker) {
 }
 
 void ThreadPool::wait_until_done() {
-  auto done = [&] { return active_.load() == 0; };
+  active_.fetch_sub(kClosed);  // seq_cst: no worker joins after this; those inside finish and leave
+  auto done = [&] { return active_.load() == -kClosed; };
   if (spin_until(done, spin_micros_)) return;
   std::unique_lock<std::mutex> lock(mutex_);
   submitter_sleeps_.store(true);  // seq_cst, before the predicate's load of active_
@@ -220,12 +235,13 @@ void ThreadPool::run_job(int64_t num_tasks, const TaskFn& fn, bool poll) {
   // One job at a time: concurrent callers (e.g. two Python threads) queue here.
   static std::mutex submit_mutex;
   std::lock_guard<std::mutex> submit(submit_mutex);
-  // Every worker has finished the previous job (active_ reached 0), so the fields are ours until the bump.
+  // The previous job is closed and every worker that joined it has left, so the fields are ours until active_
+  // opens this one.
   job_ = &fn;
   num_tasks_ = num_tasks;
   next_task_.store(0, std::memory_order_relaxed);
   cancelled_.store(false, std::memory_order_relaxed);
-  active_.store(int(workers_.size()), std::memory_order_relaxed);
+  active_.store(0, std::memory_order_release);  // open: workers may join (the fields above are theirs to read)
   generation_.fetch_add(1);  // seq_cst: publishes the fields, and orders before the load of sleepers_
   g_dispatches.fetch_add(1, std::memory_order_relaxed);
   if (sleepers_.load() > 0) {

@@ -96,6 +96,35 @@ TEST(ThreadPool, NestedLoopsNeverThrowInsideTasks) {
   EXPECT_EQ(inner_throws.load(), 0);
 }
 
+// Workers join a job only while it is open, and the submitter closes it once no task is left: a worker that wakes
+// late (more threads than CPUs here, so they sleep instead of spinning) finds the job closed and must neither run
+// its tasks nor be waited for. Two submitters back to back, thousands of short jobs: every task exactly once, on
+// a worker index in range, and only while its own job is running.
+TEST(ThreadPool, LateWorkersNeverRunAClosedJob) {
+  ThreadPool pool(4);
+  std::atomic<int> misplaced{0};
+  auto submitter = [&](int seed) {
+    std::vector<std::atomic<int>> runs(16);
+    for (int job = 0; job < 4000; ++job) {
+      const int64_t n = 1 + (job * 7 + seed) % 13;
+      for (int64_t i = 0; i < n; ++i) runs[size_t(i)].store(0);
+      std::atomic<bool> returned{false};
+      pool.parallel_for(n, [&](int64_t task, int worker) {
+        if (returned.load() || worker < 0 || worker >= pool.num_threads()) misplaced++;
+        runs[size_t(task)]++;
+        if ((task + job) % 5 == 0) std::this_thread::yield();
+      });
+      returned.store(true);
+      for (int64_t i = 0; i < n; ++i)
+        if (runs[size_t(i)].load() != 1) misplaced++;
+    }
+  };
+  std::thread other(submitter, 3);
+  submitter(0);
+  other.join();
+  EXPECT_EQ(misplaced.load(), 0);
+}
+
 // A serial job (one task, or a one-thread pool) has its own cancel flag: a pool job of another thread being
 // cancelled at the same time must not skip its tasks (that would hand back a torn result without an error).
 TEST(ThreadPool, AnotherThreadsCancelledJobNeverCutsASerialJobShort) {
