@@ -1,6 +1,7 @@
 #include "answers/tool_call_scan.h"
 
 #include "loader/json.h"
+#include "loader/json_try_parse.h"
 
 namespace attnzoo::answers {
 namespace {
@@ -19,14 +20,10 @@ bool unquote(std::string_view token, std::string& out) {
     out = std::string(token.substr(1, token.size() - 2));
     return true;
   }
-  try {
-    const json::Value v = json::parse(token);
-    if (!v.is_string()) return false;
-    out = v.as_string();
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
+  const std::optional<json::Value> v = json::try_parse(token);
+  if (!v || !v->is_string()) return false;
+  out = v->as_string();
+  return true;
 }
 
 }  // namespace
@@ -257,20 +254,18 @@ bool call_arguments(std::string_view s, const CallScan& scan, std::string& argum
   }
   if (scan.args_end == CallScan::npos) return false;
   const std::string_view raw = s.substr(scan.args_begin, scan.args_end - scan.args_begin);
-  try {
-    const json::Value v = json::parse(raw);
-    if (v.is_null()) {
-      arguments = "{}";
-    } else if (v.is_object()) {
-      arguments = std::string(raw);  // as the model wrote it: what streaming sent, byte for byte
-    } else if (v.is_string()) {
-      // Some models write the arguments as a JSON string holding the object; OpenAI's field is that string.
-      if (!json::parse(v.as_string()).is_object()) return false;
-      arguments = v.as_string();
-    } else {
-      return false;
-    }
-  } catch (const std::exception&) {
+  const std::optional<json::Value> v = json::try_parse(raw);
+  if (!v) return false;
+  if (v->is_null()) {
+    arguments = "{}";
+  } else if (v->is_object()) {
+    arguments = std::string(raw);  // as the model wrote it: what streaming sent, byte for byte
+  } else if (v->is_string()) {
+    // Some models write the arguments as a JSON string holding the object; OpenAI's field is that string.
+    const std::optional<json::Value> inner = json::try_parse(v->as_string());
+    if (!inner || !inner->is_object()) return false;
+    arguments = v->as_string();
+  } else {
     return false;
   }
   return true;

@@ -10,6 +10,7 @@
 #include "answers/tool_format_sections.h"
 #include "core/error.h"
 #include "loader/json.h"
+#include "loader/json_try_parse.h"
 #include "loader/json_writer.h"
 
 namespace attnzoo::answers {
@@ -25,14 +26,9 @@ std::string_view trim_left(std::string_view s) {
 // The call object whose JSON text is `text` (leading whitespace allowed): a non-empty string "name" and arguments
 // as call_arguments reads them, the arguments' text kept as written (what a stream sends).
 bool call_from_text(std::string_view text, ToolCall& call, ToolFormat format) {
-  json::Value v;
-  try {
-    v = json::parse(text);
-  } catch (const std::exception&) {
-    return false;
-  }
-  if (!v.is_object()) return false;
-  const json::Value* name = v.find("name");
+  const std::optional<json::Value> v = json::try_parse(text);
+  if (!v || !v->is_object()) return false;
+  const json::Value* name = v->find("name");
   if (!name || !name->is_string() || name->as_string().empty()) return false;
   const std::string_view object = trim_left(text);
   const CallScan scan = scan_call_object(object, format);
@@ -230,12 +226,8 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
     out.calls = std::move(calls);
     return out;
   }
-  json::Value v;
-  try {
-    v = json::parse(rest);
-  } catch (const std::exception&) {
-    return out;
-  }
+  const std::optional<json::Value> v = json::try_parse(rest);
+  if (!v) return out;
   // Each element read from its own text, so its arguments are as written.
   const auto add = [&](std::string_view element) {
     ToolCall call;
@@ -244,8 +236,8 @@ ParsedAnswer parse_mistral_tool_calls(std::string_view text) {
     return true;
   };
   const std::string_view body = trim_left(rest);
-  if (v.is_array()) {
-    if (v.as_array().empty()) return out;
+  if (v->is_array()) {
+    if (v->as_array().empty()) return out;
     for (size_t i = skip_json_space(body, 1); body[i] != ']';) {
       const size_t end = json_value_end(body, i);
       if (!add(body.substr(i, end - i))) return out;

@@ -11,11 +11,12 @@
 #include <string>
 
 #include "loader/json.h"
+#include "testing/tool_request_testing.h"
 
 namespace attnzoo::answers {
 namespace {
 
-json::Value args_of(const ToolCall& c) { return json::parse(c.arguments); }
+using testing::args_of;
 
 TEST(HermesToolCalls, ContentAndTwoCalls) {
   const std::string text =

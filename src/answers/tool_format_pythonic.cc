@@ -303,9 +303,11 @@ bool PythonicCallStream::keyword_may_end(std::string_view s) {
       lex_ += triple_ ? 3 : 1;
       continue;
     }
+    // Only a ',' or closing bracket outside the value's brackets may end it: then the value's text is all there, and
+    // a value that does not parse up to it never will.
     if (c == '(' || c == '[' || c == '{') ++depth_;
     else if ((c == ')' || c == ']' || c == '}') && depth_ > 0) --depth_;
-    else if (c == ')' || c == ']' || c == '}' || c == ',') ended_ = true;
+    else if (c == ')' || c == ']' || c == '}' || (c == ',' && depth_ == 0)) ended_ = true;
     if (!ended_) ++lex_;
   }
   return ended_;
@@ -316,16 +318,18 @@ size_t PythonicCallStream::feed(std::string_view text) {
   PythonicReader r(text);
   for (;;) {
     switch (phase_) {
-      case Phase::list:  // read again from the start until the '[' (only whitespace comes before it)
-        r.seek(0);
+      case Phase::list:  // only whitespace comes before the '[' (read once: pos_ follows it)
+        r.seek(pos_);
         r.space();
+        pos_ = r.pos();
         if (!r.eat('[')) return first;
         pos_ = r.pos();
         phase_ = Phase::name;
         break;
-      case Phase::name: {  // read again until the '(' (the name may still grow)
+      case Phase::name: {  // read again until the '(' (the name may still grow; the space before it does not)
         r.seek(pos_);
         r.space();
+        pos_ = r.pos();
         const std::string_view name = r.identifier();
         r.space();
         if (name.empty() || !r.eat('(')) return first;
@@ -338,6 +342,7 @@ size_t PythonicCallStream::feed(std::string_view text) {
       case Phase::keywords:
         r.seek(pos_);
         r.space();
+        pos_ = r.pos();
         if (r.eat(')')) {
           calls_.back().arguments += '}';
           pos_ = r.pos();
@@ -346,8 +351,12 @@ size_t PythonicCallStream::feed(std::string_view text) {
         }
         if (!keyword_may_end(text)) return first;
         r.seek(pos_);
-        r.space();
-        if (!r.keyword(seen_, calls_.back().arguments)) return first;  // (read again next time)
+        if (!r.keyword(seen_, calls_.back().arguments)) {
+          // A ',' or ')' outside its strings and brackets follows it, so no later text makes it parse: the whole
+          // answer's reading (the same grammar) makes the answer content, and no call after it streams.
+          phase_ = Phase::stopped;
+          return first;
+        }
         pos_ = lex_ = r.pos();
         depth_ = 0;
         quote_ = 0;
@@ -356,7 +365,8 @@ size_t PythonicCallStream::feed(std::string_view text) {
       case Phase::after:
         r.seek(pos_);
         r.space();
-        if (r.pos() == text.size()) return first;
+        pos_ = r.pos();
+        if (pos_ == text.size()) return first;
         if (!r.eat(',')) {
           phase_ = Phase::stopped;  // (no call after it; the whole answer's reading decides)
           return first;

@@ -20,9 +20,10 @@ ParsedAnswer parse_pythonic_tool_calls(std::string_view text);
 // A streamed answer's calls as far as they are written (ToolCallStream): each call's name once '(' follows it, then
 // its arguments' JSON text as parse_pythonic_tool_calls writes it, one keyword at a time (once its value is
 // followed by ',' or ')'), and the closing '}' at the ')': call i's texts are prefixes of the whole answer's
-// arguments of call i. Each byte is read a bounded number of times: a call's keywords are read once each, a value
-// parsed once a ',' or ')' outside its strings and brackets may end it (before that it cannot be whole). Where such
-// a value still does not parse (no call, at finish), it is read again per push, until the answer ends.
+// arguments of call i. Each byte is read a bounded number of times: the space before the list, a name, a keyword or
+// a ',' once, a call's keywords once each, a value parsed once a ',' or ')' outside its strings and brackets may end
+// it (before that it cannot be whole). Where such a value still does not parse, no later text can make it (the whole
+// answer is content): no call after it streams.
 class PythonicCallStream {
  public:
   struct Call {

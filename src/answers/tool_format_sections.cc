@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "loader/json.h"
+#include "loader/json_try_parse.h"
 
 namespace attnzoo::answers {
 namespace {
@@ -24,13 +25,8 @@ bool plain_name(std::string_view s) { return !s.empty() && s.find_first_of(" \t\
 
 // The arguments: `text` itself, trimmed, when it is one whole JSON object (false otherwise).
 bool arguments_object(std::string_view text, std::string& out) {
-  json::Value v;
-  try {
-    v = json::parse(text);
-  } catch (const std::exception&) {
-    return false;
-  }
-  if (!v.is_object()) return false;
+  const std::optional<json::Value> v = json::try_parse(text);
+  if (!v || !v->is_object()) return false;
   out = std::string(trim(text));  // as the model wrote it, as the other formats and vLLM's parsers keep it
   return true;
 }
@@ -121,6 +117,19 @@ Head object_start(std::string_view body, size_t i, CallHead& head) {
   return Head::whole;
 }
 
+// Kimi-K2's id, functions.NAME:IDX: its name (between the last '.' and the first ':'), false when it is not one.
+bool kimi_id(std::string_view id, std::string& name) {
+  const size_t colon = id.rfind(':');
+  if (colon == npos || colon + 1 == id.size() || !plain_name(id)) return false;
+  for (char c : id.substr(colon + 1))
+    if (c < '0' || c > '9') return false;
+  std::string_view n = id.substr(0, id.find(':'));
+  if (const size_t dot = n.rfind('.'); dot != npos) n = n.substr(dot + 1);
+  if (n.empty()) return false;
+  name = std::string(n);
+  return true;
+}
+
 Head read_head(ToolFormat f, std::string_view body, CallHead& head) {
   if (f == ToolFormat::kimi_k2) {
     // functions.NAME:IDX<|tool_call_argument_begin|>: the id is kept, the name is between the last '.' and ':' of
@@ -128,14 +137,7 @@ Head read_head(ToolFormat f, std::string_view body, CallHead& head) {
     const size_t arg = body.find(kKimiArgumentBegin);
     if (arg == npos) return Head::more;
     const std::string_view id = trim(body.substr(0, arg));
-    const size_t colon = id.rfind(':');
-    if (colon == npos || colon + 1 == id.size() || !plain_name(id)) return Head::broken;
-    for (char c : id.substr(colon + 1))
-      if (c < '0' || c > '9') return Head::broken;
-    std::string_view name = id.substr(0, id.find(':'));
-    if (const size_t dot = name.rfind('.'); dot != npos) name = name.substr(dot + 1);
-    if (name.empty()) return Head::broken;
-    head.name = std::string(name);
+    if (!kimi_id(id, head.name)) return Head::broken;
     head.id = std::string(id);
     return object_start(body, arg + kKimiArgumentBegin.size(), head);
   }
@@ -229,6 +231,56 @@ void SectionCallStream::arguments(std::string_view text, size_t block_end, std::
   sent_ = end;
 }
 
+void SectionCallStream::kimi_head(std::string_view block, std::vector<Delta>& out) {
+  if (head_ == HeadState::more) {
+    if (id_begin_ == npos) {
+      const size_t b = block.find_first_not_of(" \t\r\n", scan_);
+      scan_ = b == npos ? block.size() : b;
+      if (b == npos) return;
+      id_begin_ = b;
+    }
+    // The id ends at a space or at the '<' of <|tool_call_argument_begin|> (neither can be part of it).
+    const size_t end = block.find_first_of(" \t\r\n<", scan_);
+    if (end == npos) {
+      scan_ = block.size();
+      return;
+    }
+    const std::string_view id = block.substr(id_begin_, end - id_begin_);
+    std::string name;
+    if (!kimi_id(id, name)) {  // never announced, as the whole answer reads it: content
+      head_ = HeadState::broken;
+      return;
+    }
+    out.push_back({calls_++, true, std::move(name), std::string(id), ""});
+    head_ = HeadState::named;
+    scan_ = end;
+  }
+  // Announced: spaces, the argument marker, spaces, the object's '{'.
+  for (;;) {
+    const size_t i = block.find_first_not_of(" \t\r\n", scan_);
+    if (i == npos) {
+      scan_ = block.size();
+      return;
+    }
+    scan_ = i;
+    const std::string_view rest = block.substr(i);
+    if (!after_marker_) {
+      if (rest.starts_with(kKimiArgumentBegin)) {
+        after_marker_ = true;
+        scan_ = i + kKimiArgumentBegin.size();
+        continue;
+      }
+      if (kKimiArgumentBegin.starts_with(rest)) return;  // the marker, cut by the text's end
+    } else if (rest[0] == '{') {
+      head_ = HeadState::whole;
+      args_ = sent_ = body_ + i;
+      return;
+    }
+    done_ = true;  // announced, then broken: the whole answer's reading has the last word
+    return;
+  }
+}
+
 std::vector<SectionCallStream::Delta> SectionCallStream::feed(std::string_view text) {
   const Markers& m = f_ == ToolFormat::kimi_k2 ? kKimi : kDeepSeek;
   std::vector<Delta> out;
@@ -255,6 +307,9 @@ std::vector<SectionCallStream::Delta> SectionCallStream::feed(std::string_view t
       in_block_ = true;
       body_ = searched_ = call + m.call_begin.size();
       head_ = HeadState::more;
+      scan_ = 0;
+      id_begin_ = npos;
+      after_marker_ = false;
       object_.reset();
     }
     // A block ends at its end marker, or where the next block or the section's end begins.
@@ -262,7 +317,10 @@ std::vector<SectionCallStream::Delta> SectionCallStream::feed(std::string_view t
     const size_t block_end = limit == npos ? text.size() : limit;
     searched_ = limit == npos ? resume_after(text, {m.call_end, m.call_begin, m.section_end}, searched_) : limit;
     const std::string_view block = text.substr(body_, block_end - body_);
-    if (head_ == HeadState::more) {
+    if (f_ == ToolFormat::kimi_k2) {
+      if (head_ == HeadState::more || head_ == HeadState::named) kimi_head(block, out);
+      if (done_) return out;
+    } else if (head_ == HeadState::more) {
       CallHead h;
       const Head r = read_head(f_, block, h);
       if (r == Head::whole) {
@@ -278,7 +336,7 @@ std::vector<SectionCallStream::Delta> SectionCallStream::feed(std::string_view t
     // Closed: read as the whole answer reads it. A call went out whole already (its head was read on this same
     // block, its object's text is its arguments); one announced and then broken ends the streaming.
     ToolCall c;
-    if (head_ == HeadState::whole && !read_call(f_, block, c)) done_ = true;
+    if ((head_ == HeadState::whole && !read_call(f_, block, c)) || head_ == HeadState::named) done_ = true;
     in_block_ = false;
     pos_ = text.substr(limit).starts_with(m.call_end) ? limit + m.call_end.size() : limit;
   }

@@ -35,11 +35,14 @@ ParsedAnswer parse_deepseek_v31_tool_calls(std::string_view text);
 ParsedAnswer parse_kimi_k2_tool_calls(std::string_view text);
 
 // A section's calls streamed (ToolCallStream), as vLLM's parsers stream them, in the blocks parse_section cuts: a
-// call is announced (index, name, Kimi's own id) once its head is whole and its arguments' '{' has come, then the
-// object's text goes out as it is written; a block closed by its end marker (or by the next block, or the section's
-// end) is read as the whole answer reads it: a block whose head was broken is content and takes no index (it was
-// never announced); one announced and then broken ends the streaming (the whole answer's reading, at the end, has
-// the last word). Each byte is read a bounded number of times: work linear in the answer, not per push.
+// DeepSeek call is announced (index, name) once its head is whole and its arguments' '{' has come; a Kimi-K2 call
+// (index, name, its own id) once its id functions.NAME:IDX is whole, as vLLM's kimi_k2 announces it: a space or the
+// argument marker follows (its last digit could still be followed by another). Then the object's text goes out as it
+// is written. A block closed by its end marker (or by the next block, or the section's end) is read as the whole
+// answer reads it: a block whose head was broken before it was announced is content and takes no index; one
+// announced and then broken (a Kimi id followed by no argument marker or by arguments that are not an object, JSON
+// that does not parse) ends the streaming: the calls sent stay sent, as vLLM's do, and the whole answer's reading, at
+// the end, has the last word. Each byte is read a bounded number of times: work linear in the answer, not per push.
 class SectionCallStream {
  public:
   struct Delta {
@@ -53,6 +56,8 @@ class SectionCallStream {
 
  private:
   void arguments(std::string_view text, size_t block_end, std::vector<Delta>& out);
+  // Kimi-K2's head read on from scan_: the id announced once whole, then the argument marker and the '{' awaited.
+  void kimi_head(std::string_view block, std::vector<Delta>& out);
 
   ToolFormat f_;
   bool in_section_ = false, in_block_ = false, done_ = false;
@@ -62,7 +67,10 @@ class SectionCallStream {
   // calls_ - 1; broken: never a call), and its arguments' object from `args_`, read as it grows and sent as far as
   // `sent_`.
   size_t body_ = 0, searched_ = 0;
-  enum class HeadState { more, whole, broken } head_ = HeadState::more;
+  // (named: Kimi's id announced, its arguments' '{' not yet come; scan_ and id_begin_ from the block's start.)
+  enum class HeadState { more, named, whole, broken } head_ = HeadState::more;
+  size_t scan_ = 0, id_begin_ = std::string_view::npos;
+  bool after_marker_ = false;
   size_t args_ = 0, sent_ = 0;
   JsonValueEnd object_;
 };

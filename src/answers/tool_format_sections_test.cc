@@ -139,11 +139,7 @@ TEST(ToolFormat, SectionAndPythonicDetectedFromRealTemplates) {
       {"moonshotai-Kimi-K2.jinja", ToolFormat::kimi_k2},
       {"vllm-llama3.2-pythonic.jinja", ToolFormat::pythonic},
       {"meta-llama-Llama-3.2-3B-Instruct.jinja", ToolFormat::llama3_json}};
-  for (const auto& [file, format] : cases) {
-    const std::string src = read_test_data("chat_templates/" + file);
-    ASSERT_FALSE(src.empty()) << file;
-    EXPECT_EQ(detect_tool_format(src), format) << file;
-  }
+  testing::expect_detected(cases);
   for (const char* name : {"deepseek_v3", "deepseek_v31", "kimi_k2", "pythonic"})
     EXPECT_STREQ(tool_format_name(parse_tool_call_parser(name)), name);
   try {
@@ -152,12 +148,6 @@ TEST(ToolFormat, SectionAndPythonicDetectedFromRealTemplates) {
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("kimi_k2"), std::string::npos) << e.what();
   }
-}
-
-std::string canonical(const json::Value& v) {
-  json::Writer w;
-  w.value(v);
-  return w.take();
 }
 
 TEST(SectionToolCalls, MatchVllmRegexes) {
@@ -176,10 +166,7 @@ TEST(SectionToolCalls, MatchVllmRegexes) {
     const json::Array& want = c.find("calls")->as_array();
     ASSERT_EQ(a.calls.size(), want.size()) << t;
     for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ(a.calls[i].name, want[i].find("name")->as_string()) << t;
-      EXPECT_EQ(canonical(json::parse(a.calls[i].arguments)), canonical(*want[i].find("arguments"))) << t;
-      if (const json::Value* id = want[i].find("id")) EXPECT_EQ(a.calls[i].id, id->as_string()) << t;
-      else EXPECT_TRUE(a.calls[i].id.starts_with("call_")) << t;
+      testing::expect_fixture_call(a.calls[i], want[i], t);
       ++calls;
     }
   }

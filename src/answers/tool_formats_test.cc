@@ -17,9 +17,8 @@
 namespace attnzoo::answers {
 namespace {
 
-using testing::read_test_data;
 
-json::Value args_of(const ToolCall& c) { return json::parse(c.arguments); }
+using testing::args_of;
 
 TEST(Llama3ToolCalls, OneCallWithParameters) {
   const ParsedAnswer a = parse_llama3_tool_calls(R"({"name": "get_weather", "parameters": {"city": "Paris"}})");
@@ -132,11 +131,7 @@ TEST(ToolFormat, DetectedFromRealTemplates) {
       {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ToolFormat::mistral},
       {"google-gemma-2-2b-it.jinja", ToolFormat::none},
       {"HuggingFaceTB-SmolLM2-135M-Instruct.jinja", ToolFormat::none}};
-  for (const auto& [file, format] : cases) {
-    const std::string src = read_test_data("chat_templates/" + file);
-    ASSERT_FALSE(src.empty()) << file;
-    EXPECT_EQ(detect_tool_format(src), format) << file;
-  }
+  testing::expect_detected(cases);
   EXPECT_EQ(parse_tool_call_parser("llama3_json"), ToolFormat::llama3_json);
   EXPECT_EQ(parse_tool_call_parser("mistral"), ToolFormat::mistral);
   EXPECT_EQ(parse_tool_call_parser("hermes"), ToolFormat::hermes);

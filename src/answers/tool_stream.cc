@@ -181,11 +181,14 @@ void ToolCallStream::read_hermes(std::string_view text, ToolStreamStep& out) {
 
 void ToolCallStream::read_llama3(std::string_view text, ToolStreamStep& out) {
   if (phase_ == Phase::lead) {
-    // Read from the start again while no call has begun: only whitespace and <|python_tag|> come before one.
-    size_t i = skip_json_space(text, 0);
-    if (text.substr(i).starts_with(kPythonTag)) i = skip_json_space(text, i + kPythonTag.size());
-    if (i >= text.size() || text[i] != '{') return;
-    pos_ = i;
+    // Only whitespace and one <|python_tag|> come before a call, each read once: pos_ follows them (a tag cut by the
+    // text's end is read again, a tag's length at most).
+    pos_ = skip_json_space(text, pos_);
+    if (!python_tag_ && text.substr(pos_).starts_with(kPythonTag)) {
+      python_tag_ = true;
+      pos_ = skip_json_space(text, pos_ + kPythonTag.size());
+    }
+    if (pos_ >= text.size() || text[pos_] != '{') return;
     phase_ = Phase::next;
   }
   read_objects(text, ';', out);
@@ -299,8 +302,11 @@ ToolStreamStep ToolCallStream::push(std::string_view text) {
     if (format_ == ToolFormat::llama3_json || format_ == ToolFormat::pythonic) {
       // Calls only at the answer's start (vLLM's llama3_json, pythonic): held while it may begin them, then all of
       // it streams.
+      // The leading whitespace is read once: lead_ follows it.
+      lead_ = std::min(answer_.find_first_not_of(" \t\r\n", lead_), answer_.size());
+      const std::string_view rest = std::string_view(answer_).substr(lead_);
       const bool may_be_calls =
-          format_ == ToolFormat::pythonic ? may_be_pythonic_calls(answer_) : may_be_llama3_calls(answer_);
+          format_ == ToolFormat::pythonic ? may_be_pythonic_calls(rest) : may_be_llama3_calls(rest);
       if (!(content_sent_ == 0 && may_be_calls)) {
         if (sent_.empty()) {
           out.content = answer_.substr(content_sent_);

@@ -77,6 +77,8 @@ class ToolCallStream {
   std::string opening_;  // forced: the opening the prompt ended with, in front of answer_
   std::string answer_;   // the opening and the text so far
   size_t content_sent_ = 0;
+  size_t lead_ = 0;  // Llama 3.x, pythonic: the answer's leading whitespace, read once
+  bool python_tag_ = false;  // Llama 3.x: its <|python_tag|> read
   struct Sent {
     std::string id, arguments;
   };

@@ -160,12 +160,27 @@ std::vector<Case> cases() {
        2},
       {K, A, kKB + kKCB + "functions.f:0" + kKA + " {\"q\": \"na\xc3\xafve\"}", 1},
       {K, A, kKB + kimi_call("functions.f:x", "{}") + kimi_call("functions.g:1", "{\"a\": 1}") + kKE + "tail", 1},
+      // Kimi's id announced once whole (a space or the argument marker follows it); a head that breaks after that
+      // (no argument marker, arguments that are not an object, text before the marker) was announced: retracted.
+      {K, A, kKB + kKCB + " functions.get_time:12 \n" + kKA + "\n{}" + kKCE + kimi_call("functions.f:13", "{\"a\": 1}"), 2},
+      {K, A, kKB + kimi_call("functions.f:0", "[1]") + kimi_call("functions.g:1", "{}") + kKE, 1, true, true},
+      {K, A, kKB + kKCB + "functions.f:0" + kKCE + kimi_call("functions.g:1", "{}") + kKE, 1, true, true},
+      {K, A, kKB + kimi_call("functions.f:0 x", "{}") + kKE, 0, true, true},
+      {K, A, kKB + kKCB + "functions.f:0<x>" + kKA + "{}" + kKCE + kKE, 0, true, true},
+      {K, A, kKB + kimi_call("functions.:0", "{}") + kimi_call("get_time:7", "{}") + kKE, 1},
       // Pythonic: a call's name once '(' follows it, then its arguments as JSON one keyword at a time.
       {P, A, " [get_weather(city='Paris, \"FR\"', days=3, hourly=True, tags=['a', {'b': None}]), get_time()]\n", 2},
       {P, A, "[f(x=-1.5e3, s='''tri\\'ple'''), g(q=\"\\u00e9\\n\", n=12_000,)]", 2},
       {P, A, "[f(a=1), g(b=2)]", 1, false},
       {P, A, "[f(a=1)] and then text", 0, true, true},  // announced, then the text rules the list out
       {P, A, "Hi [f()]", 0},
+      // Leading whitespace (read once), and a value that cannot parse once a ',' follows it: no call after it streams.
+      {L, A, " \n\t <|python_tag|> \n {\"name\": \"f\", \"parameters\": {}}", 1},
+      {L, A, " \n <|python_tag|> <|python_tag|>{\"name\": \"f\", \"parameters\": {}}", 0},
+      {P, A, " \n [ \n f( a=1 ,\n b=[2] ) , g() ]", 2},
+      {P, A, "[f(a='x' + 'y', b=2), g()]", 0, true, true},
+      {P, A, "[f(a=1, b=x), g(c=3)]", 0, true, true},
+      {P, A, "[f(a=1), g(a=2, a=3), h()]", 0, true, true},
       {D3, F, "{\"city\": \"Rome\"}", 1, true, false, "get_weather"},
       {D31, F, "{\"city\": \"Rome\", \"days\": [1, 2]}", 1, true, false, "get_weather"},
       {K, F, "{\"city\": \"Rome\"}", 1, true, false, "get_weather"},
@@ -261,6 +276,34 @@ std::vector<Case> long_calls(const std::string& args) {
   };
 }
 
+// The corners once read again per push, at `bytes` bytes: a Llama 3.x / pythonic answer's leading whitespace (and the
+// space between a pythonic list's parts), and a pythonic keyword whose value does not parse once a ',' follows it
+// (the whole answer is content; the call announced before it stays sent).
+std::vector<Case> corners(const std::string& args) {
+  std::string space;
+  for (size_t i = 0; space.size() < args.size(); ++i) space += i % 8 == 7 ? '\n' : ' ';
+  const ToolMode A = ToolMode::automatic;
+  return {
+      {ToolFormat::llama3_json, A, space + "{\"name\": \"f\", \"parameters\": {\"a\": 1}}", 1},
+      {ToolFormat::llama3_json, A, space + "<|python_tag|>" + space + "{\"name\": \"f\", \"parameters\": {}}", 1},
+      {ToolFormat::pythonic, A, space + "[" + space + "f(" + space + "a=1" + space + ")" + space + "]", 1},
+      {ToolFormat::pythonic, A, "[f(text=" + quoted(args) + " + 'x', t= + args + )]", 0, true, true},
+  };
+}
+
+TEST(ToolStreamSplits, CornersByteByByteAndInPieces) {
+  std::mt19937 rng(5);
+  for (const Case& c : corners(long_arguments(64 * 1024))) {
+    const ParsedAnswer w = whole(c);
+    ASSERT_EQ(w.calls.size(), c.calls) << label(c).substr(0, 80);
+    for (const std::vector<std::string>& p : testing::bytes_and_random_pieces(c.text, rng)) {
+      const Streamed s = run(c, p);
+      expect_same(w, s, label(c).substr(0, 80), c.retracted);
+      if (c.retracted) EXPECT_EQ(s.names, (std::vector<std::string>{"f"})) << label(c).substr(0, 80);
+    }
+  }
+}
+
 // Long calls fed a byte at a time and in random pieces read as the whole answer does, their arguments out before
 // the choice ends.
 TEST(ToolStreamSplits, LongCallsByteByByteAndInPieces) {
@@ -270,12 +313,8 @@ TEST(ToolStreamSplits, LongCallsByteByByteAndInPieces) {
     ASSERT_EQ(w.calls.size(), c.calls) << label(c).substr(0, 80);
     size_t total = 0;
     for (const ToolCall& call : w.calls) total += call.arguments.size();
-    std::vector<std::string> bytes, pieces;
-    for (char ch : c.text) bytes.push_back(std::string(1, ch));
-    for (size_t at = 0; at < c.text.size(); at += pieces.back().size())
-      pieces.push_back(c.text.substr(at, rng() % 64));
-    for (const auto* p : {&bytes, &pieces}) {
-      const Streamed s = run(c, *p);
+    for (const std::vector<std::string>& p : testing::bytes_and_random_pieces(c.text, rng)) {
+      const Streamed s = run(c, p);
       expect_same(w, s, label(c).substr(0, 80));
       EXPECT_EQ(s.arguments_before_finish, total) << label(c).substr(0, 80);
     }
@@ -292,7 +331,7 @@ double thread_cpu_seconds() {
 }
 
 TEST(ToolStreamSplits, APushCostsItsOwnBytesNotTheCallsLength) {
-  const auto cost = [](const Case& c) {
+  const auto cost = [](const Case& c, bool streams_arguments) {
     double best = 1e30;
     for (int round = 0; round < 3; ++round) {
       const double t0 = thread_cpu_seconds();
@@ -300,7 +339,7 @@ TEST(ToolStreamSplits, APushCostsItsOwnBytesNotTheCallsLength) {
       size_t deltas = 0;
       for (size_t at = 0; at < c.text.size(); at += 4) deltas += s.push(c.text.substr(at, 4)).calls.size();
       best = std::min(best, thread_cpu_seconds() - t0);
-      if (c.format != ToolFormat::pythonic)  // the arguments went out as they grew
+      if (streams_arguments && c.format != ToolFormat::pythonic)  // the arguments went out as they grew
         EXPECT_GT(deltas, c.text.size() / 8) << label(c).substr(0, 80);
     }
     return best;
@@ -308,8 +347,14 @@ TEST(ToolStreamSplits, APushCostsItsOwnBytesNotTheCallsLength) {
   const std::vector<Case> small = long_calls(long_arguments(16 * 1024)), large = long_calls(long_arguments(128 * 1024));
   for (size_t i = 0; i < small.size(); ++i) {
     if (small[i].text.find("\"arguments\": \"") != std::string::npos) continue;  // (string arguments go out whole)
-    const double ratio = cost(large[i]) / cost(small[i]);
+    const double ratio = cost(large[i], true) / cost(small[i], true);
     EXPECT_LT(ratio, 24) << label(small[i]).substr(0, 80);
+  }
+  const std::vector<Case> small_corners = corners(long_arguments(16 * 1024)),
+                          large_corners = corners(long_arguments(128 * 1024));
+  for (size_t i = 0; i < small_corners.size(); ++i) {
+    const double ratio = cost(large_corners[i], false) / cost(small_corners[i], false);
+    EXPECT_LT(ratio, 24) << label(small_corners[i]).substr(0, 80);
   }
 }
 
@@ -324,6 +369,34 @@ TEST(ToolStreamSplits, AMalformedBlockMakesTheAnswerContent) {
   testing::for_each_split(text, 0, [&](const std::vector<std::string>& pieces, const std::string& where) {
     EXPECT_EQ(run(ToolFormat::hermes, ToolMode::automatic, true, pieces).content, text) << where;
   });
+}
+
+// Kimi-K2's call goes out as vLLM's kimi_k2 sends it, once its id is whole (before the arguments' '{'): not while
+// the id's last digit may be followed by another, nor while what follows may still be the call's end marker.
+TEST(ToolStreamSplits, KimiCallsAreAnnouncedAtTheirId) {
+  ToolCallStream s(ToolFormat::kimi_k2, ToolMode::automatic, true);
+  EXPECT_TRUE(s.push("Hi" + kKB + kKCB + "functions.get_time:1").calls.empty());
+  EXPECT_TRUE(s.push("2").calls.empty());
+  EXPECT_TRUE(s.push(kKA.substr(0, 12)).calls.empty());  // "<|tool_call_": <|tool_call_end|> too
+  ToolStreamStep step = s.push(kKA.substr(12, 1));
+  ASSERT_EQ(step.calls.size(), 1u);
+  EXPECT_TRUE(step.calls[0].first);
+  EXPECT_EQ(step.calls[0].id, "functions.get_time:12");
+  EXPECT_EQ(step.calls[0].name, "get_time");
+  EXPECT_EQ(step.calls[0].arguments, "");
+  EXPECT_TRUE(s.push(kKA.substr(13) + " ").calls.empty());
+  step = s.push("{\"a\"");
+  ASSERT_EQ(step.calls.size(), 1u);
+  EXPECT_FALSE(step.calls[0].first);
+  EXPECT_EQ(step.calls[0].arguments, "{\"a\"");
+  // A space ends the id too; a broken id is never announced.
+  ToolCallStream t(ToolFormat::kimi_k2, ToolMode::automatic, true);
+  step = t.push(kKB + kKCB + "functions.f:0 ");
+  ASSERT_EQ(step.calls.size(), 1u);
+  EXPECT_EQ(step.calls[0].id, "functions.f:0");
+  ToolCallStream u(ToolFormat::kimi_k2, ToolMode::automatic, true);
+  EXPECT_TRUE(u.push(kKB + kKCB + "functions.f:0x ").calls.empty());
+  EXPECT_FALSE(u.called());
 }
 
 // Two choices' streams keep their own indices and ids.

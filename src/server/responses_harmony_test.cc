@@ -12,6 +12,7 @@
 #include "answers/tool_calls.h"
 #include "loader/json.h"
 #include "testing/harmony_testing.h"
+#include "testing/response_stream_testing.h"
 #include "testing/stream_split_testing.h"
 
 namespace attnzoo::server {
@@ -21,45 +22,35 @@ using answers::ToolFormat;
 using answers::ToolMode;
 using answers::harmony_call_header;
 
+using testing::whole_choice;
+
 ResponseContext harmony_context(ToolMode mode, bool include = true, std::string prefix = "") {
-  ResponseContext ctx;
-  ctx.endpoint = Endpoint::chat_completions;
-  ctx.id = "chatcmpl-1";
-  ctx.model = "m";
-  ctx.tool_mode = mode;
-  ctx.tool_format = ToolFormat::openai;
+  ResponseContext ctx = testing::chat_context(mode, ToolFormat::openai);
   ctx.include_reasoning = include;
   ctx.harmony = true;
   ctx.harmony_prefix = std::move(prefix);
   return ctx;
 }
 
-json::Value whole(const ResponseContext& ctx, const std::string& text, FinishReason reason = FinishReason::stop) {
-  Choice c;
-  c.text = text;
-  c.finish_reason = reason;
-  return json::parse(full_response(ctx, {c}, Usage{}, false)).find("choices")->as_array()[0];
-}
-
 TEST(HarmonyResponses, MessageFields) {
-  json::Value c = whole(harmony_context(ToolMode::automatic), "<|channel|>analysis<|message|>hm<|end|>" + testing::kHarmonyCall);
+  json::Value c = whole_choice(harmony_context(ToolMode::automatic), "<|channel|>analysis<|message|>hm<|end|>" + testing::kHarmonyCall);
   const json::Value* m = c.find("message");
   EXPECT_EQ(m->find("reasoning_content")->as_string(), "hm");
   EXPECT_TRUE(m->find("content")->is_null());
   ASSERT_EQ(m->find("tool_calls")->as_array().size(), 1u);
   EXPECT_EQ(c.find("finish_reason")->as_string(), "tool_calls");
   // Cut: no call, "length".
-  c = whole(harmony_context(ToolMode::automatic), testing::kHarmonyCall, FinishReason::length);
+  c = whole_choice(harmony_context(ToolMode::automatic), testing::kHarmonyCall, FinishReason::length);
   EXPECT_EQ(c.find("message")->find("tool_calls"), nullptr);
   EXPECT_EQ(c.find("finish_reason")->as_string(), "length");
   // No reasoning: null; include_reasoning false: no field.
-  c = whole(harmony_context(ToolMode::text), "<|channel|>final<|message|>4");
+  c = whole_choice(harmony_context(ToolMode::text), "<|channel|>final<|message|>4");
   EXPECT_EQ(c.find("message")->find("content")->as_string(), "4");
   EXPECT_TRUE(c.find("message")->find("reasoning_content")->is_null());
-  c = whole(harmony_context(ToolMode::text, false), "<|channel|>analysis<|message|>hm<|end|>");
+  c = whole_choice(harmony_context(ToolMode::text, false), "<|channel|>analysis<|message|>hm<|end|>");
   EXPECT_EQ(c.find("message")->find("reasoning_content"), nullptr);
   // A forced call: the prompt's header first, then the sampled arguments.
-  c = whole(harmony_context(ToolMode::forced, true, harmony_call_header("get_weather")), "{\"city\": \"Rome\"}");
+  c = whole_choice(harmony_context(ToolMode::forced, true, harmony_call_header("get_weather")), "{\"city\": \"Rome\"}");
   ASSERT_EQ(c.find("message")->find("tool_calls")->as_array().size(), 1u);
   EXPECT_EQ(c.find("finish_reason")->as_string(), "tool_calls");
 }
@@ -69,35 +60,26 @@ TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
   for (size_t a = 1; a < text.size(); ++a) {
     SCOPED_TRACE(std::to_string(a));
     const ResponseContext ctx = harmony_context(ToolMode::automatic);
-    StreamWriter w(ctx, 1, false, false);
     std::string reasoning, content;
     size_t calls = 0;
     std::vector<std::string> arguments;
     std::string reason;
-    const std::vector<std::string> pieces = {text.substr(0, a), text.substr(a)};
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      SampleDelta d;
-      d.text = pieces[i];
-      if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
-      const std::string e = w.chunk(d);
-      const json::Value v = json::parse(e.substr(6));
-      const json::Value& ch = v.find("choices")->as_array()[0];
-      const json::Value& delta = *ch.find("delta");
-      if (const json::Value* r = delta.find("reasoning_content")) reasoning += r->as_string();
-      if (const json::Value* c = delta.find("content")) content += c->as_string();
-      if (const json::Value* t = delta.find("tool_calls"))
-        for (const json::Value& call : t->as_array()) {
-          const size_t index = size_t(call.find("index")->as_int());
-          if (call.find("id")) {  // the first delta names the call
-            ASSERT_EQ(index, calls++);
-            arguments.emplace_back();
-          }
-          ASSERT_LT(index, arguments.size());
-          arguments[index] += call.find("function")->find("arguments")->as_string();
+    for (const testing::Chunk& k : testing::stream_chunks(ctx, {text.substr(0, a), text.substr(a)})) {
+      reasoning += k.reasoning.value_or("");
+      content += k.content.value_or("");
+      for (const testing::ChunkCall& call : k.calls) {
+        ASSERT_GE(call.index, 0);
+        const size_t index = size_t(call.index);
+        if (call.id) {  // the first delta names the call
+          ASSERT_EQ(index, calls++);
+          arguments.emplace_back();
         }
-      if (!ch.find("finish_reason")->is_null()) reason = ch.find("finish_reason")->as_string();
+        ASSERT_LT(index, arguments.size());
+        arguments[index] += call.arguments;
+      }
+      if (!k.finish_reason.empty()) reason = k.finish_reason;
     }
-    const json::Value m = *whole(ctx, text).find("message");
+    const json::Value m = *whole_choice(ctx, text).find("message");
     EXPECT_EQ(content, m.find("content")->is_null() ? "" : m.find("content")->as_string());
     EXPECT_EQ(reasoning, "");
     EXPECT_EQ(calls, m.find("tool_calls")->as_array().size());
@@ -111,45 +93,31 @@ TEST(HarmonyResponses, StreamedChunksAddUpToTheWholeAnswer) {
 // A forced call: its header is the prompt's end, so the first chunk announces it, with the arguments it brings.
 TEST(HarmonyResponses, ForcedCallStreamsFromTheFirstChunk) {
   const ResponseContext ctx = harmony_context(ToolMode::forced, true, harmony_call_header("get_weather"));
-  StreamWriter w(ctx, 1, false, false);
-  const std::vector<std::string> pieces = {"{\"city\": ", "\"Rome\"}"};
-  std::vector<std::vector<std::string>> fragments;
-  std::string reason;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    SampleDelta d;
-    d.text = pieces[i];
-    if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
-    const std::string e = w.chunk(d);
-    const json::Value v = json::parse(e.substr(6));
-    const json::Value& ch = v.find("choices")->as_array()[0];
-    fragments.emplace_back();
-    for (const json::Value& call : ch.find("delta")->find("tool_calls")->as_array()) {
-      EXPECT_EQ(call.find("index")->as_int(), 0);
-      EXPECT_EQ(call.find("id") != nullptr, i == 0);
-      if (i == 0) EXPECT_EQ(call.find("function")->find("name")->as_string(), "get_weather");
-      fragments.back().push_back(call.find("function")->find("arguments")->as_string());
+  const std::vector<testing::Chunk> chunks = testing::stream_chunks(ctx, {"{\"city\": ", "\"Rome\"}"});
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    EXPECT_FALSE(chunks[i].calls.empty()) << i;  // each chunk carries the call's delta
+    for (const testing::ChunkCall& call : chunks[i].calls) {
+      EXPECT_EQ(call.index, 0);
+      EXPECT_EQ(call.id.has_value(), i == 0);
+      if (i == 0) EXPECT_EQ(call.name, "get_weather");
     }
-    if (!ch.find("finish_reason")->is_null()) reason = ch.find("finish_reason")->as_string();
   }
-  EXPECT_EQ(fragments, (std::vector<std::vector<std::string>>{{"{\"city\": "}, {"\"Rome\"}"}}));
-  EXPECT_EQ(reason, "tool_calls");
+  const testing::StreamedAnswer s = testing::gather(chunks);
+  EXPECT_EQ(s.fragments, (std::vector<std::vector<std::string>>{{"{\"city\": "}, {"\"Rome\"}"}}));
+  EXPECT_EQ(s.reason, "tool_calls");
 }
 
 TEST(HarmonyResponses, ParallelToolCallsFalseSendsTheFirstCallOnly) {
   ResponseContext ctx = harmony_context(ToolMode::automatic);
   ctx.parallel_tool_calls = false;
-  const json::Value c = whole(ctx, testing::kHarmonyTexts[2]);
+  const json::Value c = whole_choice(ctx, testing::kHarmonyTexts[2]);
   const std::vector<json::Value>& calls = c.find("message")->find("tool_calls")->as_array();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].find("function")->find("name")->as_string(), "f");
-  StreamWriter w(ctx, 1, false, false);
-  SampleDelta d;
-  d.text = testing::kHarmonyTexts[2];
-  d.finish_reason = FinishReason::stop;
-  const json::Value v = json::parse(w.chunk(d).substr(6));
-  const json::Value& ch = v.find("choices")->as_array()[0];
-  ASSERT_EQ(ch.find("delta")->find("tool_calls")->as_array().size(), 1u);
-  EXPECT_EQ(ch.find("finish_reason")->as_string(), "tool_calls");
+  const std::vector<testing::Chunk> chunks = testing::stream_chunks(ctx, {testing::kHarmonyTexts[2]});
+  ASSERT_EQ(chunks.size(), 1u);
+  ASSERT_EQ(chunks[0].calls.size(), 1u);
+  EXPECT_EQ(chunks[0].finish_reason, "tool_calls");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "answers/reasoning.h"
 #include "answers/tool_calls.h"
 #include "loader/json.h"
+#include "testing/response_stream_testing.h"
 #include "testing/stream_split_testing.h"
 
 namespace attnzoo::server {
@@ -21,22 +22,13 @@ using answers::ToolMode;
 using P = ReasoningParser;
 
 ResponseContext chat_context(P parser, ToolMode mode = ToolMode::text, bool include = true) {
-  ResponseContext ctx;
-  ctx.endpoint = Endpoint::chat_completions;
-  ctx.id = "chatcmpl-1";
-  ctx.model = "m";
-  ctx.tool_mode = mode;
+  ResponseContext ctx = testing::chat_context(mode);
   ctx.reasoning = parser;
   ctx.include_reasoning = include;
   return ctx;
 }
 
-json::Value whole(const ResponseContext& ctx, const std::string& text) {
-  Choice c;
-  c.text = text;
-  c.finish_reason = FinishReason::stop;
-  return json::parse(full_response(ctx, {c}, Usage{}, false)).find("choices")->as_array()[0];
-}
+json::Value whole(const ResponseContext& ctx, const std::string& text) { return testing::whole_choice(ctx, text); }
 
 TEST(ReasoningResponses, WholeAnswer) {
   const json::Value m = *whole(chat_context(P::qwen3), "<think>hm</think>\n\n4").find("message");
@@ -73,23 +65,14 @@ struct Streamed {
 };
 
 Streamed stream_answer(const ResponseContext& ctx, const std::vector<std::string>& pieces) {
-  StreamWriter w(ctx, 1, false, false);
   Streamed out;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    SampleDelta d;
-    d.index = 0;
-    d.text = pieces[i];
-    if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
-    std::string sse = w.chunk(d);
-    const json::Value v = json::parse(sse.substr(6));
-    const json::Value& delta = *v.find("choices")->as_array()[0].find("delta");
-    if (const json::Value* r = delta.find("reasoning_content")) {
+  for (const testing::Chunk& k : testing::stream_chunks(ctx, pieces)) {
+    if (k.reasoning) {
       out.reasoning_after_content = out.reasoning_after_content || !out.content.empty();
-      out.reasoning += r->as_string();
+      out.reasoning += *k.reasoning;
     }
-    if (const json::Value* c = delta.find("content")) out.content += c->as_string();
-    if (const json::Value* t = delta.find("tool_calls"))  // a call's first delta carries its id
-      for (const json::Value& c : t->as_array()) out.calls += c.find("id") != nullptr;
+    out.content += k.content.value_or("");
+    for (const testing::ChunkCall& c : k.calls) out.calls += c.id.has_value();  // a call's first delta carries its id
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include "answers/tool_calls.h"
 #include "answers/tool_format_sections.h"
 #include "loader/json.h"
+#include "testing/response_stream_testing.h"
 
 namespace attnzoo::server {
 namespace {
@@ -26,53 +27,24 @@ const std::string kB = std::string(kDeepSeekCallsBegin), kE = std::string(kDeepS
                   kCB = std::string(kDeepSeekCallBegin), kCE = std::string(kDeepSeekCallEnd),
                   kSep = std::string(kDeepSeekSep);
 
-struct Streamed {
-  std::vector<std::string> contents;
-  std::vector<std::string> ids, names;
-  std::vector<std::vector<std::string>> fragments;  // per chunk, the argument text each of its deltas carried
-  std::string reason;
-};
-
-Streamed stream(ToolFormat format, const std::vector<std::string>& pieces, ToolMode mode = ToolMode::automatic,
-                const std::string& forced_name = {}) {
-  ResponseContext ctx{Endpoint::chat_completions, "chatcmpl-1", 0, "m", nullptr, mode, true};
-  ctx.tool_format = format;
+// (fragments: per chunk, the argument text each of its deltas carried)
+testing::StreamedAnswer stream(ToolFormat format, const std::vector<std::string>& pieces,
+                               ToolMode mode = ToolMode::automatic, const std::string& forced_name = {}) {
+  ResponseContext ctx = testing::chat_context(mode, format);
   ctx.tool_forced_name = forced_name;
-  StreamWriter w(ctx, 1, false, false);
-  Streamed out;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    SampleDelta d;
-    d.text = pieces[i];
-    if (i + 1 == pieces.size()) d.finish_reason = FinishReason::stop;
-    const std::string e = w.chunk(d);
-    const json::Value c = json::parse(e.substr(6, e.size() - 8));
-    const json::Value& choice = c.find("choices")->as_array()[0];
-    const json::Value* t = choice.find("delta")->find("content");
-    out.contents.push_back(t ? t->as_string() : "");
-    out.fragments.emplace_back();
-    if (const json::Value* calls = choice.find("delta")->find("tool_calls"))
-      for (const json::Value& call : calls->as_array()) {
-        if (const json::Value* id = call.find("id")) {  // a call's first delta: id, type and name
-          out.ids.push_back(id->as_string());
-          out.names.push_back(call.find("function")->find("name")->as_string());
-        }
-        out.fragments.back().push_back(call.find("function")->find("arguments")->as_string());
-      }
-    if (!choice.find("finish_reason")->is_null()) out.reason = choice.find("finish_reason")->as_string();
-  }
-  return out;
+  return testing::gather(testing::stream_chunks(ctx, pieces));
 }
 
 TEST(ToolFormat, StreamedSectionsAndPythonic) {
-  // Content streams until a possible start of the section's marker; a call goes out once its head is whole and its
-  // arguments' '{' has come, then the arguments as they are written.
-  Streamed s = stream(ToolFormat::kimi_k2,
+  // Content streams until a possible start of the section's marker; a Kimi call goes out once its id is whole (the
+  // argument marker follows it), then the arguments as they are written.
+  testing::StreamedAnswer s = stream(ToolFormat::kimi_k2,
                       {"Sure", ". <|tool_calls_sec", "tion_begin|><|tool_call_begin|>functions.f:0",
-                       "<|tool_call_argument_begin|>{\"a\": ", "1, \"b\"", ": 2}<|tool_call_end|>", ""});
-  EXPECT_EQ(s.contents, (std::vector<std::string>{"Sure", ". ", "", "", "", "", ""}));
+                       "<|tool_call_argument_begin|>", "{\"a\": ", "1, \"b\"", ": 2}<|tool_call_end|>", ""});
+  EXPECT_EQ(s.contents, (std::vector<std::string>{"Sure", ". ", "", "", "", "", "", ""}));
   EXPECT_EQ(s.ids, (std::vector<std::string>{"functions.f:0"}));
   EXPECT_EQ(s.fragments, (std::vector<std::vector<std::string>>{
-                             {}, {}, {}, {"{\"a\": "}, {"1, \"b\""}, {": 2}"}, {}}));
+                             {}, {}, {}, {""}, {"{\"a\": "}, {"1, \"b\""}, {": 2}"}, {}}));
   EXPECT_EQ(s.reason, "tool_calls");
   s = stream(ToolFormat::deepseek_v31, {"a ", kB.substr(0, 5), "x", ""});  // a partial marker that was not one
   EXPECT_EQ(s.contents, (std::vector<std::string>{"a ", "", kB.substr(0, 5) + "x", ""}));

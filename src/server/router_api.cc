@@ -1,9 +1,11 @@
 #include "server/router_api.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/engine.h"
 #include "loader/json.h"
+#include "loader/json_try_parse.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
 #include "tokenizer/tokenizer.h"
@@ -28,12 +30,8 @@ ApiRequest parse(Endpoint endpoint, const std::string& body, const ServingState&
 }
 
 bool has_messages(const std::string& body) {
-  try {
-    const json::Value v = json::parse(body);
-    return v.is_object() && v.find("messages");
-  } catch (const json::ParseError&) {
-    return false;  // parse_request names the error
-  }
+  const std::optional<json::Value> v = json::try_parse(body);  // not JSON: parse_request names the error
+  return v && v->is_object() && v->find("messages");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // The streaming tests' cuts of a fixed answer: every two-piece split and, where the answer is short, every
 // three-piece split, so that each marker, name and value is cut at every byte and at every pair of bytes (the
 // tool-call streams, harmony's reader, and the response chunks built on them).
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,16 @@ void for_each_split(std::string_view text, size_t three_up_to, F&& f) {
       f(std::vector<std::string>{std::string(text.substr(0, a)), std::string(text.substr(a, b - a)),
                                  std::string(text.substr(b))},
         "at " + std::to_string(a) + ", " + std::to_string(b));
+}
+
+// The text a byte at a time, and in random pieces of 0 to `max_piece` - 1 bytes (empty pushes included).
+inline std::vector<std::vector<std::string>> bytes_and_random_pieces(std::string_view text, std::mt19937& rng,
+                                                                     size_t max_piece = 64) {
+  std::vector<std::string> bytes, pieces;
+  for (char ch : text) bytes.push_back(std::string(1, ch));
+  for (size_t at = 0; at < text.size(); at += pieces.back().size())
+    pieces.push_back(std::string(text.substr(at, rng() % max_piece)));
+  return {bytes, pieces};
 }
 
 }  // namespace attnzoo::testing
