@@ -51,11 +51,18 @@ CASES = [
     (string_schema({"type": "string", "format": "duration"}), {"s": "P3Y6M4DT12H30M5S", "n": 5}),
     (string_schema({"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "minLength": 2, "maxLength": 30}),
      {"s": "-".join("".join(rng.choice("abcxyz") for _ in range(rng.randint(1, 5))) for _ in range(4)), "n": 6}),
+    # Keys under patternProperties / propertyNames: off the listed keys' trie a byte only moves the key DFA.
+    ({"type": "object", "patternProperties": {"^[a-z_]+$": {"type": "integer"}, "^[A-Z]": {"type": "string"}},
+      "propertyNames": {"maxLength": 24}, "additionalProperties": False},
+     {"population_total": 5, "Capital": "Paris", "area": 7}),
+    ({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
+      "patternProperties": {"^x-[a-z]+$": {"type": "string"}}, "additionalProperties": {"type": "boolean"}},
+     {"x-trace": "abc", "id": 3, "idea": True, "\u00e9t\u00e9": False}),
 ]
 
 
 @pytest.mark.parametrize("schema,doc", CASES, ids=[json.dumps(c[0]["properties"]["s"])[:48] if "s" in
-                                                   c[0]["properties"] else str(i) for i, c in enumerate(CASES)])
+                                                   c[0].get("properties", {}) else str(i) for i, c in enumerate(CASES)])
 def test_the_sets_mask_as_the_walk_does_at_every_byte(vocab, schema, doc):
     _, bench = vocab
     new, old = masks(bench, schema, doc, True), masks(bench, schema, doc, False)

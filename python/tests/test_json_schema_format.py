@@ -149,6 +149,55 @@ def test_emails():
     check_exactly("email", good + bad, b"a-.@_ ", by_suffixes("email", ["", "a", "@a.b", "a@a.b", ".a", "a.a"]))
 
 
+@pytest.mark.parametrize("lo,hi", [(5, 5), (6, 9), (0, 20), (30, 40), (66, 68), (120, 318)])
+def test_emails_with_lengths(lo, hi):
+    """minLength / maxLength beside email: an address closes iff the reference (EMAIL, and len within the bounds)
+    accepts it, every prefix of one is taken, and random walks through the recognizer never dead-end and end in
+    addresses the reference accepts."""
+    schema = json.dumps({"type": "string", "format": "email", "minLength": lo, "maxLength": hi})
+    rng = random.Random(lo * 1000 + hi)
+
+    def taken(body):
+        return _core.json_schema_prefix(schema, ('"' + body).encode())[0] - 1
+
+    def label(n):
+        return "".join(rng.choice("ab0-") if 0 < i < n - 1 else rng.choice("xy9") for i in range(n))
+
+    candidates = []
+    for _ in range(300):
+        local = ".".join(rng.choice(["a", "b.c", "q+t", "x" * rng.randint(1, 30)]) for _ in range(rng.randint(1, 3)))
+        domain = ".".join(label(rng.choice([1, 2, 5, 40, 62, 63, 64])) for _ in range(rng.randint(1, 5)))
+        candidates.append(local + "@" + domain)
+    valid = [c for c in candidates if EMAIL.fullmatch(c) and lo <= len(c) <= hi]
+    for c in candidates:
+        want = bool(EMAIL.fullmatch(c)) and lo <= len(c) <= hi
+        assert (taken(c + '"') == len(c) + 1) == want, (c, len(c))
+    for c in valid:
+        assert all(taken(c[:k]) == k for k in range(0, len(c) + 1, 7)), c
+    walks_done = 0
+    for _ in range(30):
+        doc = b""
+        while True:
+            nxt, complete, _ = _core.json_schema_next_bytes(schema, doc)
+            if complete:
+                break
+            assert nxt, f"dead end after {doc!r}"
+            quote = ord('"') in nxt and len(doc) > 1
+            doc += b'"' if quote and rng.random() < 0.3 else bytes([rng.choice([b for b in nxt if b != ord('"')] or nxt)])
+        value = json.loads(doc)
+        assert EMAIL.fullmatch(value) and lo <= len(value) <= hi, value
+        walks_done += 1
+    assert walks_done == 30 and (valid or hi < 10)
+
+
+def test_an_email_label_at_63_characters_closes_or_needs_two_more():
+    # The full label closes (67) or goes on with "." and a label (69 on): 68 characters are out of reach.
+    schema = json.dumps({"type": "string", "format": "email", "minLength": 68, "maxLength": 68})
+    body = "a@b." + "c" * 63
+    assert _core.json_schema_prefix(schema, ('"' + body).encode())[0] == len(body)  # the 63rd "c" refused
+    assert _core.json_schema_prefix(schema, ('"' + body[:-1] + '.d"').encode())[0] == len(body) + 3  # 68, closed
+
+
 def test_durations():
     good = ["P1Y", "P1Y2M", "P1Y2M3D", "P2M3D", "P3D", "P1W", "PT1H", "PT1H2M", "PT1H2M3S", "PT2M3S", "PT3S",
             "P1DT1H", "P1Y2M3DT4H5M6S", "P123456789D"]
@@ -170,7 +219,8 @@ def test_random_walks_end_in_values_the_reference_accepts(fmt):
     ({"type": "string", "format": "hostname"}, "#/format", 'format "hostname" is not supported'),
     ({"properties": {"d": {"format": "date", "maxLength": 9}}}, "#/properties/d",
      "no string of 0 to 9 characters matches the pattern / format"),
-    ({"properties": {"d": {"format": "email", "maxLength": 10}}}, "#/properties/d", 'beside format "email"'),
+    ({"properties": {"d": {"format": "email", "maxLength": 4}}}, "#/properties/d", "no email address has"),
+    ({"properties": {"d": {"format": "email", "minLength": 320}}}, "#/properties/d", "no email address has"),
     ({"type": "string", "format": 3}, "#/format", "format must be a string"),
 ])
 def test_unknown_formats_are_refused_by_name(schema, where, words):

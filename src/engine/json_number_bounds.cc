@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "engine/json_schema_pointer.h"
 #include "loader/json.h"
 
 namespace attnzoo {
@@ -72,9 +73,7 @@ i128 gcd(i128 a, i128 b) {
   return a;
 }
 
-[[noreturn]] void refuse(const std::string& pointer, const std::string& what) {
-  throw ArgumentError("response_format: json_schema at #" + pointer + ": " + what);
-}
+using json_schema_at::refuse;
 
 // A bound's exact decimal: the integer's own digits, or the shortest text that reads back as the double.
 struct Decimal {

@@ -46,14 +46,20 @@ class PatternTokenCache {
   static constexpr size_t kMaxBytes = size_t(64) << 20;
   explicit PatternTokenCache(size_t max_bytes = kMaxBytes) : max_bytes_(max_bytes) {}
 
-  // The set of `pattern`'s `state`, from build() on first use (called under the cache's lock); null when keeping it
-  // would pass the cap after dropping the sets of DFAs no longer alive.
+  // The set of `pattern`'s `state`, from build() on first use; null when keeping it would pass the cap after
+  // dropping the sets of DFAs no longer alive. build() runs outside the cache's lock: a broad pattern's state takes
+  // milliseconds (a walk of the whole vocabulary trie), and other requests' steps look up their own sets meanwhile.
+  // Two callers may build one state at once; the first to finish keeps its set, the other's (the same) is dropped.
   template <class Build>
   std::shared_ptr<const PatternTokenSet> get(const std::shared_ptr<const StringPattern>& pattern, uint16_t state,
                                              Build&& build) {
+    {
+      std::lock_guard lock(mutex_);
+      if (const Entry* e = find(pattern); e && e->sets[state]) return e->sets[state];
+    }
+    auto set = std::make_shared<const PatternTokenSet>(build());
     std::lock_guard lock(mutex_);
     if (const Entry* e = find(pattern); e && e->sets[state]) return e->sets[state];
-    auto set = std::make_shared<const PatternTokenSet>(build());
     if (!fits(set->bytes())) return nullptr;
     bytes_ += set->bytes();
     return slot_for(pattern, state) = std::move(set);

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -186,6 +189,33 @@ TEST(PatternTokens, PastTheCapTheStateIsWalkedAndDeadPatternsMakeRoom) {
   a.reset();
   EXPECT_NE(cache.get(b, b->start, build), nullptr);
   EXPECT_EQ(cache.bytes(), set_of(100).bytes());
+}
+
+TEST(PatternTokens, ABuildDoesNotHoldTheCacheFromOtherPatterns) {
+  // One request's slow build (a broad pattern's first step) must not stall another's lookup: the build below waits
+  // until the other thread's get() of another pattern has returned, which under the cache's lock would never come.
+  auto slow = std::make_shared<const StringPattern>(compile_string_pattern("^[a-z]+$", "/slow"));
+  auto quick = std::make_shared<const StringPattern>(compile_string_pattern("^[0-9]+$", "/quick"));
+  PatternTokenCache cache;
+  std::atomic<bool> building = false, other_done = false;
+  bool waited = false;
+  std::thread builder([&] {
+    cache.get(slow, slow->start, [&] {
+      building = true;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!other_done && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      waited = other_done;
+      return PatternTokenSet{};
+    });
+  });
+  while (!building) std::this_thread::yield();
+  cache.get(quick, quick->start, [] { return PatternTokenSet{}; });
+  other_done = true;
+  builder.join();
+  EXPECT_TRUE(waited);
+  // Two builds of one state: the first kept is what both later lookups see.
+  auto first = cache.get(quick, quick->start, [] { return PatternTokenSet{{1}, {{0, 1, 1}}}; });
+  EXPECT_TRUE(first->ids.empty());
 }
 
 TEST(PatternTokens, GroupsHoldEachTokenOnceByEndStateAndCharacters) {

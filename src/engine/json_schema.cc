@@ -9,6 +9,9 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "engine/json_schema_keys.h"
+#include "engine/json_schema_need.h"
+#include "engine/json_schema_pointer.h"
 #include "loader/json.h"
 #include "loader/json_writer.h"
 
@@ -18,7 +21,6 @@ namespace {
 using json::Value;
 using Kind = JsonSchema::Kind;
 constexpr uint16_t kNone = JsonSchema::kNone;
-constexpr uint16_t kInfinite = 0xFFFF;
 
 constexpr std::string_view kAnnotations[] = {"title",    "description", "default",   "examples",
                                              "$comment", "$schema",     "$id",       "deprecated",
@@ -27,24 +29,16 @@ constexpr std::string_view kKeywords[] = {
     "type",    "properties", "required", "additionalProperties", "items",   "prefixItems",     "minItems",
     "maxItems", "minLength", "maxLength", "enum",                "const",   "anyOf",           "oneOf",
     "allOf",   "$ref",       "minimum",  "maximum",              "exclusiveMinimum", "exclusiveMaximum",
-    "multipleOf", "format",  "pattern",  "minProperties",        "maxProperties"};
+    "multipleOf", "format",  "pattern",  "minProperties",        "maxProperties", "patternProperties",
+    "propertyNames"};
 constexpr std::string_view kTypes[] = {"object", "array", "string", "number", "integer", "boolean", "null"};
 
 bool one_of(std::string_view k, std::span<const std::string_view> set) {
   return std::find(set.begin(), set.end(), k) != set.end();
 }
 
-std::string pointer_text(const std::string& pointer) { return "#" + pointer; }
-
-[[noreturn]] void refuse(const std::string& pointer, const std::string& what) {
-  throw ArgumentError("response_format: json_schema at " + pointer_text(pointer) + ": " + what);
-}
-
-std::string child_pointer(const std::string& pointer, std::string_view key) {
-  std::string out = pointer + "/";
-  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return out;
-}
+using json_schema_at::child;
+using json_schema_at::refuse;
 
 std::string compact(const Value& v) {
   json::Writer w;
@@ -66,7 +60,7 @@ uint32_t count_field(const Value& s, const char* key, const std::string& pointer
   const Value* v = s.find(key);
   if (!v) return otherwise;
   if (!v->is_integer() || v->as_int() < 0 || v->as_int() > 1'000'000'000)
-    refuse(child_pointer(pointer, key), std::string(key) + " must be an integer in [0, 1e9]");
+    refuse(child(pointer, key), std::string(key) + " must be an integer in [0, 1e9]");
   return uint32_t(v->as_int());
 }
 
@@ -99,7 +93,7 @@ class Compiler {
             for (const auto& text : it->second)
               if (!seen.insert(text).second) refuse(at, "two oneOf branches both accept " + text);
     }
-    compute_need();
+    compute_nesting_need(*g_);
     if (g_->position_need[g_->root] > JsonSchema::kMaxDepth)
       refuse("", "no document fits within " + std::to_string(JsonSchema::kMaxDepth) +
                      " nested objects / arrays (a required property or minItems that recurses without end?)");
@@ -140,7 +134,7 @@ class Compiler {
   uint16_t position(const Value& s, const std::string& pointer) {
     if (const Value* r = s.is_object() ? s.find("$ref") : nullptr) {
       only_annotations_beside(s, "$ref", pointer);
-      return ref(*r, child_pointer(pointer, "$ref"));
+      return ref(*r, child(pointer, "$ref"));
     }
     const uint16_t p = new_position(pointer);
     Union u = branches(s, pointer);
@@ -196,22 +190,22 @@ class Compiler {
         refuse(pointer, "\"" + k + "\" is not supported (supported: type, properties, required, "
                         "additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf, "
                         "oneOf, $ref, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf, format, allOf, "
-                        "prefixItems, pattern, minProperties, maxProperties)");
+                        "prefixItems, pattern, minProperties, maxProperties, patternProperties, propertyNames)");
     if (const Value* r = s.find("$ref")) {
       only_annotations_beside(s, "$ref", pointer);
-      return {{}, {ref(*r, child_pointer(pointer, "$ref"))}};
+      return {{}, {ref(*r, child(pointer, "$ref"))}};
     }
     if (const Value* all = s.find("allOf")) return all_of(s, *all, pointer);
     for (const char* alt : {"anyOf", "oneOf"}) {
       const Value* list = s.find(alt);
       if (!list) continue;
       only_annotations_beside(s, alt, pointer);
-      const std::string at = child_pointer(pointer, alt);
+      const std::string at = child(pointer, alt);
       if (!list->is_array() || list->as_array().empty()) refuse(at, std::string(alt) + " must be a non-empty list");
       Union out;
       std::vector<uint16_t> own;  // oneOf: each branch its own position, to check once resolved
       for (size_t i = 0; i < list->as_array().size(); ++i) {
-        const std::string branch_at = child_pointer(at, std::to_string(i));
+        const std::string branch_at = child(at, std::to_string(i));
         Union b = branches(list->as_array()[i], branch_at);
         if (alt == std::string_view("oneOf")) {
           own.push_back(new_position(branch_at));
@@ -225,7 +219,7 @@ class Compiler {
     }
     std::vector<std::string> types;
     if (const Value* t = s.find("type")) {
-      const std::string at = child_pointer(pointer, "type");
+      const std::string at = child(pointer, "type");
       for (const Value& name : t->is_array() ? t->as_array() : json::Array{*t}) {
         if (!name.is_string() || !one_of(name.as_string(), kTypes))
           refuse(at, "type must be one of object, array, string, number, integer, boolean, null (or a list)");
@@ -236,7 +230,7 @@ class Compiler {
     if (s.find("enum") || s.find("const")) return {{enumeration(s, pointer, types)}, {}};
     if (types.empty()) {
       if (s.find("properties") || s.find("required") || s.find("additionalProperties") || s.find("minProperties") ||
-          s.find("maxProperties"))
+          s.find("maxProperties") || s.find("patternProperties") || s.find("propertyNames"))
         types.push_back("object");
       if (s.find("items") || s.find("prefixItems") || s.find("minItems") || s.find("maxItems"))
         types.push_back("array");
@@ -260,7 +254,7 @@ class Compiler {
   // and others wrap a lone $ref so. Intersections of two real schemas are refused.
   Union all_of(const Value& s, const Value& list, const std::string& pointer) {
     only_annotations_beside(s, "allOf", pointer);
-    const std::string at = child_pointer(pointer, "allOf");
+    const std::string at = child(pointer, "allOf");
     if (!list.is_array() || list.as_array().empty()) refuse(at, "allOf must be a non-empty list");
     const Value* only = nullptr;
     std::string only_at;
@@ -272,7 +266,7 @@ class Compiler {
                          }));
       if (idle) continue;
       if (only) refuse(at, "allOf with more than one schema that constrains the value is not supported");
-      only = &b, only_at = child_pointer(at, std::to_string(i));
+      only = &b, only_at = child(at, std::to_string(i));
     }
     if (!only) return {{}, {any()}};
     return branches(*only, only_at);
@@ -285,31 +279,31 @@ class Compiler {
       n.kind = Kind::array;
       const Value* items = s.find("items");
       if (items && items->is_array())
-        refuse(child_pointer(pointer, "items"), "items as a list (draft 4 tuples) is not supported: use prefixItems");
+        refuse(child(pointer, "items"), "items as a list (draft 4 tuples) is not supported: use prefixItems");
       n.min = count_field(s, "minItems", pointer, 0);
       n.max = count_field(s, "maxItems", pointer, JsonSchema::kUnbounded);
       std::vector<const Value*> tuple;  // prefixItems: the first items' own schemas
       if (const Value* prefix = s.find("prefixItems")) {
-        if (!prefix->is_array()) refuse(child_pointer(pointer, "prefixItems"), "prefixItems must be a list");
+        if (!prefix->is_array()) refuse(child(pointer, "prefixItems"), "prefixItems must be a list");
         for (const Value& v : prefix->as_array()) tuple.push_back(&v);
       }
       const bool closed = items && items->is_bool() && !items->as_bool();  // no item past the tuple
       if (closed) n.max = std::min<uint32_t>(n.max, uint32_t(tuple.size()));
-      n.child = items && !closed ? position(*items, child_pointer(pointer, "items")) : any();
+      n.child = items && !closed ? position(*items, child(pointer, "items")) : any();
       if (!tuple.empty()) {
         n.first_property = uint32_t(g_->properties.size());
         n.num_properties = uint32_t(tuple.size());
         g_->properties.resize(g_->properties.size() + tuple.size());
-        const std::string at = child_pointer(pointer, "prefixItems");
+        const std::string at = child(pointer, "prefixItems");
         for (size_t i = 0; i < tuple.size(); ++i)
-          g_->properties[n.first_property + i].value = position(*tuple[i], child_pointer(at, std::to_string(i)));
+          g_->properties[n.first_property + i].value = position(*tuple[i], child(at, std::to_string(i)));
       }
     } else if (type == "string") {
       n.kind = Kind::string;
       n.min = count_field(s, "minLength", pointer, 0);
       n.max = count_field(s, "maxLength", pointer, JsonSchema::kUnbounded);
       if (const Value* f = s.find("format")) {
-        const std::string at = child_pointer(pointer, "format");
+        const std::string at = child(pointer, "format");
         if (!f->is_string()) refuse(at, "format must be a string");
         const StringFormat format = string_format(f->as_string());
         if (format == StringFormat::none)
@@ -317,8 +311,8 @@ class Compiler {
                          std::string(kStringFormats) + ")");
         if (s.find("pattern")) refuse(pointer, "pattern beside format is not supported");
         n.email = format == StringFormat::email;
-        if (n.email && (s.find("minLength") || s.find("maxLength")))
-          refuse(pointer, "minLength / maxLength beside format \"email\" is not supported");
+        if (n.email && n.min <= n.max && !email_viable(EmailSoFar{}, 0, n.min, n.max))
+          refuse(pointer, "no email address has minLength / maxLength characters");
         if (!n.email) {  // a shared DFA, outside the patterns' state budget below
           if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
           g_->patterns.push_back(format_pattern(format));
@@ -326,7 +320,7 @@ class Compiler {
         }
       }
       if (const Value* re = s.find("pattern")) {
-        const std::string at = child_pointer(pointer, "pattern");
+        const std::string at = child(pointer, "pattern");
         if (!re->is_string()) refuse(at, "pattern must be a string");
         if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
         g_->patterns.push_back(std::make_shared<const StringPattern>(compile_string_pattern(re->as_string(), at)));
@@ -366,7 +360,7 @@ class Compiler {
     const Value* props = s.find("properties");
     const Value* required = s.find("required");
     const Value* extra = s.find("additionalProperties");
-    const std::string extra_at = child_pointer(pointer, "additionalProperties");
+    const std::string extra_at = child(pointer, "additionalProperties");
     if (extra && !extra->is_bool() && !extra->is_object())
       refuse(extra_at, "additionalProperties must be a boolean or a schema");
     JsonSchema::Node n;
@@ -375,12 +369,14 @@ class Compiler {
     n.max = count_field(s, "maxProperties", pointer, JsonSchema::kUnbounded);
     for (const char* key : {"minProperties", "maxProperties"})
       if (count_field(s, key, pointer, 0) > 511)
-        refuse(child_pointer(pointer, key), std::string(key) + " above 511 is not supported");
+        refuse(child(pointer, key), std::string(key) + " above 511 is not supported");
     if (n.min > n.max) refuse(pointer, "minProperties exceeds maxProperties");
     const bool closed = extra && extra->is_bool() && !extra->as_bool();
-    if (!props && !required && !closed) {
+    const bool keyed = s.find("patternProperties") || s.find("propertyNames");
+    if (!props && !required && (!closed || keyed)) {
       n.kind = Kind::map;
-      n.child = extra && extra->is_object() ? position(*extra, extra_at) : any();
+      n.child = closed ? kNone : extra && extra->is_object() ? position(*extra, extra_at) : any();
+      if (keyed) n.keys = key_pattern(s, pointer, n.child, {});
       return new_node(n);
     }
     // Beside properties an absent additionalProperties means false (documents hold the listed keys only).
@@ -388,19 +384,19 @@ class Compiler {
     std::vector<std::string> names, quoted;
     std::vector<const Value*> schemas;
     if (props) {
-      if (!props->is_object()) refuse(child_pointer(pointer, "properties"), "properties must be an object");
+      if (!props->is_object()) refuse(child(pointer, "properties"), "properties must be an object");
       for (const json::Member* m : props->members_in_source_order()) {
         names.push_back(m->first);
         quoted.push_back(json::quote(m->first));
         schemas.push_back(&m->second);
       }
       if (names.size() > size_t(JsonSchema::kMaxProperties))
-        refuse(child_pointer(pointer, "properties"),
+        refuse(child(pointer, "properties"),
                "more than " + std::to_string(JsonSchema::kMaxProperties) + " properties in one object");
     }
     n.kind = Kind::object;
     if (required) {
-      const std::string at = child_pointer(pointer, "required");
+      const std::string at = child(pointer, "required");
       if (!required->is_array()) refuse(at, "required must be a list of property names");
       for (const Value& r : required->as_array()) {
         const auto it = r.is_string() ? std::find(names.begin(), names.end(), r.as_string()) : names.end();
@@ -417,11 +413,34 @@ class Compiler {
     if (n.child == kNone && n.min > names.size())
       refuse(pointer, "minProperties (" + std::to_string(n.min) + ") is above the count of properties allowed");
     n.trie = g_->add_trie(quoted, /*keys=*/true);
+    if (keyed) n.keys = key_pattern(s, pointer, n.child, names);
     const uint16_t id = new_node(n);
-    const std::string props_at = child_pointer(pointer, "properties");
+    const std::string props_at = child(pointer, "properties");
     for (size_t i = 0; i < names.size(); ++i)
-      g_->properties[n.first_property + i].value = position(*schemas[i], child_pointer(props_at, names[i]));
+      g_->properties[n.first_property + i].value = position(*schemas[i], child(props_at, names[i]));
     return id;
+  }
+
+  // patternProperties / propertyNames: the object's key DFA (engine/json_schema_keys.h), other keys' values at
+  // `additional` (kNone: none), `listed` its properties' names.
+  uint16_t key_pattern(const Value& s, const std::string& pointer, uint16_t additional,
+                       const std::vector<std::string>& listed) {
+    JsonSchema::KeyPattern keys;
+    auto dfa = std::make_shared<const StringPattern>(compile_key_pattern(
+        s, pointer, listed, additional, [&](const Value& v, const std::string& at) { return position(v, at); },
+        keys.value));
+    pattern_states_ += dfa->next.size();
+    if (pattern_states_ > 8 * StringPattern::kMaxStates)
+      refuse(pointer, "the schema's patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
+                          " DFA states in all");
+    if (g_->patterns.size() >= kNone - 1 || g_->key_patterns.size() >= kNone - 1) refuse("", "too many patterns");
+    g_->patterns.push_back(std::move(dfa));
+    keys.pattern = uint16_t(g_->patterns.size() - 1);
+    for (uint16_t v : keys.value)
+      if (v != kNone && std::find(keys.positions.begin(), keys.positions.end(), v) == keys.positions.end())
+        keys.positions.push_back(v);
+    g_->key_patterns.push_back(std::move(keys));
+    return uint16_t(g_->key_patterns.size() - 1);
   }
 
   uint16_t enumeration(const Value& s, const std::string& pointer, const std::vector<std::string>& types) {
@@ -429,7 +448,7 @@ class Compiler {
     std::vector<const Value*> values;
     if (const Value* e = s.find("enum")) {
       if (!e->is_array() || e->as_array().empty())
-        refuse(child_pointer(pointer, "enum"), "enum must be a non-empty list");
+        refuse(child(pointer, "enum"), "enum must be a non-empty list");
       for (const Value& v : e->as_array()) values.push_back(&v);
     } else {
       values.push_back(s.find("const"));
@@ -516,50 +535,6 @@ class Compiler {
     pending_[any_].nodes = {new_node(map), new_node(array), new_node(string), new_node(number),
                             literal({"true", "false", "null"})};
     return any_;
-  }
-
-  // The fewest nesting levels a value of each node / position needs, to a fixed point (recursion through $ref).
-  void compute_need() {
-    auto& nn = g_->node_need;
-    auto& pn = g_->position_need;
-    nn.assign(g_->nodes.size(), kInfinite);
-    pn.assign(g_->positions.size(), kInfinite);
-    const auto plus_one = [](uint16_t v) { return v == kInfinite ? kInfinite : uint16_t(v + 1); };
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t i = 0; i < nn.size(); ++i) {
-        const auto& n = g_->nodes[i];
-        uint16_t v = 0;
-        if (n.kind == Kind::map) v = plus_one(n.min > 0 ? pn[n.child] : 0);
-        if (n.kind == Kind::array) {
-          uint16_t deepest = 0;  // over the items minItems requires: the tuple's own, then `items`
-          for (uint32_t k = 0; k < n.min && k <= n.num_properties; ++k)
-            deepest = std::max(deepest, k < n.num_properties ? pn[g_->properties[n.first_property + k].value]
-                                                             : pn[n.child]);
-          v = plus_one(deepest);
-        }
-        if (n.kind == Kind::object) {
-          uint16_t deepest = 0;
-          std::vector<uint16_t> optional;  // minProperties past the required keys takes the shallowest others
-          for (uint32_t k = 0; k < n.num_properties; ++k) {
-            const uint16_t need = pn[g_->properties[n.first_property + k].value];
-            if ((n.required >> k) & 1) deepest = std::max(deepest, need);
-            else optional.push_back(need);
-          }
-          const uint32_t more = n.min - std::min<uint32_t>(n.min, uint32_t(std::popcount(n.required)));
-          if (more > 0) {
-            if (n.child != kNone) optional.insert(optional.end(), more, pn[n.child]);  // other keys, any number
-            std::sort(optional.begin(), optional.end());
-            deepest = std::max(deepest, more <= optional.size() ? optional[more - 1] : kInfinite);
-          }
-          v = plus_one(deepest);
-        }
-        if (v < nn[i]) nn[i] = v, changed = true;
-      }
-      for (size_t p = 0; p < pn.size(); ++p)
-        for (uint16_t b : g_->positions[p].branches)
-          if (nn[b] < pn[p]) pn[p] = nn[b], changed = true;
-    }
   }
 
   const Value& root_;

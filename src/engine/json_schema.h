@@ -10,9 +10,18 @@
 //   properties      written in the schema's order; an optional one may be skipped, a required one may not.
 //   additionalProperties  beside properties / required: false when absent or false (no other key); true or a
 //                   schema: other keys may come anywhere between them, each value of that schema (any value for
-//                   true). Such a key is written without escapes and differs from every listed key (a listed key
-//                   is written once, in its place); other keys are not checked against each other. Without
+//                   true). Such a key is written as json.dumps writes it (escapes only for '"', '\\' and control
+//                   characters, in their short forms) and differs from every listed key (a listed key is written
+//                   once, in its place); other keys are not checked against each other (that would need their text
+//                   kept: the recognizer's state is a fixed 168 bytes). Without
 //                   properties / required the object is a map: any keys, values of additionalProperties.
+//   patternProperties, propertyNames  (engine/json_schema_keys.h) a key no listed name takes gets the schema of the
+//                   one pattern that matches it (re.search), else additionalProperties' (none: refused); each key
+//                   (listed too) satisfies propertyNames (type string, pattern, format but email, minLength /
+//                   maxLength, enum / const). Such keys are written without escapes. Refused: two patterns one key
+//                   can match (both schemas would apply), a listed name a pattern matches, a listed name
+//                   propertyNames rejects. Beside them an object without properties is a map (additionalProperties
+//                   false: keys of the patterns only).
 //   minProperties, maxProperties  keys written, listed and other (at most 511).
 //   items, minItems, maxItems; minLength, maxLength (characters, as Python's len counts them).
 //   prefixItems     a tuple's first items, each its own schema; later items follow `items` (false: none).
@@ -31,8 +40,8 @@
 //                   bounded integer stays within int64; a bounded number has no exponent, and its bounds and step at
 //                   most 12 decimals and magnitude below 1e18. A range no value (or multiple) lies in is refused.
 //   format          on a string: date, time, date-time, uuid, ipv4, email, duration (engine/json_string_format.h
-//                   says exactly which texts), written without escapes; with minLength / maxLength (not for
-//                   email) the length bounds intersect its DFA (engine/json_string_length.h). Other
+//                   says exactly which texts), written without escapes; with minLength / maxLength the length bounds
+//                   intersect its DFA (engine/json_string_length.h; email: json_string_format.h's email_viable). Other
 //                   names are refused; on other types format means nothing (as JSON Schema has it) and is ignored.
 //   pattern         on a string: a regular expression subset compiled to a DFA (engine/json_string_pattern.h),
 //                   matching anywhere unless anchored; not beside format; minLength / maxLength intersect it.
@@ -79,6 +88,13 @@ struct JsonSchema {
     bool email = false;        // string: format email (engine/json_string_format.h; the other formats are patterns)
     uint16_t pattern = kNone;  // string: into patterns (a `pattern`, or a format's shared DFA)
     uint16_t lengths = kNone;  // a patterned string with minLength / maxLength: into string_lengths
+    uint16_t keys = kNone;     // object / map with patternProperties / propertyNames: into key_patterns
+  };
+  // The key DFA of patternProperties / propertyNames (engine/json_schema_keys.h): patterns[pattern], and per DFA
+  // state the value position of a key that ends there (kNone: it may not end there); positions: those, once each.
+  struct KeyPattern {
+    uint16_t pattern;
+    std::vector<uint16_t> value, positions;
   };
   struct Property {
     uint16_t value;  // its value's position
@@ -94,7 +110,6 @@ struct JsonSchema {
     std::vector<std::pair<uint8_t, uint32_t>> edges;  // sorted by byte
     int32_t terminal = -1;
     uint64_t mask = 0;
-    bool escaped = false;  // a backslash on the path: a key leaving the trie here would hold an escape
   };
 
   std::vector<Node> nodes;
@@ -105,6 +120,7 @@ struct JsonSchema {
   std::vector<NumberBounds> number_bounds;
   std::vector<std::shared_ptr<const StringPattern>> patterns;
   std::vector<StringLengths> string_lengths;
+  std::vector<KeyPattern> key_patterns;
   std::vector<uint16_t> node_need, position_need;  // nesting levels a value needs at least (containers count one)
   uint16_t root = 0;                                // the document's position
 

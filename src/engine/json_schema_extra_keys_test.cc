@@ -79,17 +79,16 @@ bool has(const Members& m, const std::string& key) {
 }
 
 TEST(JsonSchemaExtraKeys, AdditionalSchemaBesideProperties) {
-  // "\u0061" spells "a" with an escape, "\xc3\xa9" is é, "ab" / "aq" / "bq" pass through listed keys ("aq" and
-  // "bq" also witness that a prefix ending on a listed key, "a, can still become another key).
+  // "\xc3\xa9" is é, "ab" / "aq" / "bq" pass through listed keys ("aq" and "bq" also witness that a prefix ending
+  // on a listed key, "a, can still become another key). Escaped keys: EscapedOtherKeys below.
   const std::vector<std::string> keys = {"\"a\"",  "\"b\"",  "\"ab\"", "\"c\"",
-                                         "\"aq\"", "\"bq\"", "\"\xc3\xa9\"", "\"\\u0061\""};
+                                         "\"aq\"", "\"bq\"", "\"\xc3\xa9\""};
   expect_exact(R"({"properties": {"a": {"type": "integer"}, "b": {"enum": ["x"]}}, "required": ["b"],
                    "additionalProperties": {"type": "boolean"}, "minProperties": 2, "maxProperties": 3})",
                keys, {"1", "\"x\"", "true"}, 50, [](const Members& m) {
                  if (!listed_in_order(m, {"\"a\"", "\"b\""}) || !has(m, "\"b\"")) return false;
                  if (m.size() < 2 || m.size() > 3) return false;
                  for (const auto& [k, v] : m) {
-                   if (k == "\"\\u0061\"") return false;
                    const std::string want = k == "\"a\"" ? "1" : k == "\"b\"" ? "\"x\"" : "true";
                    if (v != want) return false;
                  }
@@ -103,6 +102,29 @@ TEST(JsonSchemaExtraKeys, AdditionalSchemaBesideProperties) {
                    if (k == "\"a\"" && v != "1") return false;
                  return true;
                });
+}
+
+TEST(JsonSchemaExtraKeys, EscapedOtherKeys) {
+  // Other keys take escapes as json.dumps writes them, so a key's text follows from its value: "a\"b" (listed
+  // beside it: the trie holds its escape), "q\"x", "\n", "\\", "\u0001", "\u001f" are keys; "\u0061" ("a"
+  // spelt otherwise), "\u000a" ("\n" spelt otherwise) and "\/" never are. Listed keys once, in order.
+  const std::vector<std::string> keys = {"\"a\"",        "\"aq\"",       "\"a\\\"b\"",    "\"a\\\"bq\"",
+                                         "\"q\\\"x\"",     "\"\\n\"",      "\"\\\\\"",     "\"\\u0001\"", "\"\\u001f\"", "\"\\u0061\"", "\"\\u000a\"", "\"\\/\""};
+  expect_exact(R"({"properties": {"a": {"type": "integer"}, "a\"b": {"type": "integer"}},
+                   "additionalProperties": {"type": "integer"}})",
+               keys, {"1"}, 100, [](const Members& m) {
+                 if (!listed_in_order(m, {"\"a\"", "\"a\\\"b\""})) return false;
+                 for (const auto& [k, v] : m)
+                   if (k == "\"\\u0061\"" || k == "\"\\u000a\"" || k == "\"\\/\"") return false;
+                 return true;
+               });
+  // An escape never interrupts a character's UTF-8 bytes.
+  const auto g = compile_json_schema(json::parse(R"({"properties": {"a": {}}, "additionalProperties": true})"));
+  JsonSchemaRecognizer r(*g);
+  EXPECT_TRUE(r.push(std::string_view("{\"\xc3")));
+  EXPECT_FALSE(r.push(uint8_t('\\')));
+  EXPECT_TRUE(r.push(std::string_view("\xa9\\n\":1}")));
+  EXPECT_TRUE(r.complete());
 }
 
 TEST(JsonSchemaExtraKeys, PropertyCountsWithoutOtherKeysAndInMaps) {

@@ -52,7 +52,7 @@ bool JsonSchemaRecognizer::can_end() const {
 }
 
 bool JsonSchemaRecognizer::free_key_text() const {
-  return aux_ == 0 && other_key_from(frames_[depth_ - 1]) && (lit_ == kOffTrie || !schema_->trie[lit_].escaped);
+  return aux_ == 0 && node(frames_[depth_ - 1].node).keys == JsonSchema::kNone && other_key_from(frames_[depth_ - 1]);
 }
 
 size_t JsonSchemaRecognizer::string_room() const {
@@ -61,6 +61,12 @@ size_t JsonSchemaRecognizer::string_room() const {
 }
 
 JsonSchemaRecognizer::PatternText JsonSchemaRecognizer::pattern_text() const {
+  // Off the listed keys' trie a patterned key's byte only moves its DFA, as in a patterned string.
+  if (mode_ == Mode::key_literal && lit_ == kOffTrie) {
+    const uint16_t keys = node(frames_[depth_ - 1].node).keys;
+    if (keys == JsonSchema::kNone || len_ == StringPattern::kDead) return {};
+    return {&schema_->patterns[schema_->key_patterns[keys].pattern], uint16_t(len_), 0, nullptr};
+  }
   if (mode_ != Mode::pattern) return {};
   const JsonSchema::Node& n = node(want_);
   return {&schema_->patterns[n.pattern], state_, len_,
@@ -105,7 +111,12 @@ uint64_t JsonSchemaRecognizer::keys_from(const Frame& f) const {
 
 bool JsonSchemaRecognizer::other_key_from(const Frame& f) const {
   const auto& n = node(f.node);
-  return n.child != JsonSchema::kNone && fits(n.child) &&
+  bool room = n.child != JsonSchema::kNone && fits(n.child);
+  if (n.keys != JsonSchema::kNone) {  // every value a key may take must fit: no key is begun into a dead end
+    const auto& positions = schema_->key_patterns[n.keys].positions;
+    room = !positions.empty() && std::all_of(positions.begin(), positions.end(), [&](uint16_t p) { return fits(p); });
+  }
+  return room &&
          (n.max == JsonSchema::kUnbounded ||
           keys_written(f) + 1 + uint32_t(required_from(n, next_index(f))) <= n.max);
 }
@@ -159,6 +170,16 @@ bool JsonSchemaRecognizer::begin_key(uint8_t b) {
   if (b != '"') return false;
   const Frame& f = frames_[depth_ - 1];
   const auto& n = node(f.node);
+  if (n.keys != JsonSchema::kNone) {
+    keys_ = n.kind == Kind::object ? keys_from(f) : 0;
+    const bool others = other_key_from(f);
+    if (!keys_ && !others) return false;
+    lit_ = n.kind == Kind::object ? schema_->trie_child(n.trie, b) : kOffTrie;
+    len_ = others ? schema_->patterns[schema_->key_patterns[n.keys].pattern]->start : StringPattern::kDead;
+    mode_ = Mode::key_literal;
+    aux_ = 0;
+    return true;
+  }
   if (n.kind == Kind::map) {
     if (keys_written(f) >= n.max) return false;
     key_ = true, len_ = 0;
@@ -175,12 +196,46 @@ bool JsonSchemaRecognizer::begin_key(uint8_t b) {
   return true;
 }
 
+bool JsonSchemaRecognizer::patterned_key_byte(uint8_t b) {
+  // Two readings at once: a listed key on the trie (lit_, keys_), and another key in the key DFA (state in len_,
+  // kDead once none can come of these bytes). A listed key matches no pattern (the compiler checked), so at the
+  // closing quote at most one of them ends.
+  Frame& f = frames_[depth_ - 1];
+  const auto& n = node(f.node);
+  const JsonSchema::KeyPattern& keys = schema_->key_patterns[n.keys];
+  const StringPattern& dfa = *schema_->patterns[keys.pattern];
+  const uint16_t state = uint16_t(len_);
+  // The trie is followed as long as the bytes spell a listed name's prefix, written or not: a key that ends as a
+  // listed name is that property (once, in its place), never another key.
+  const uint32_t child = lit_ == kOffTrie ? kOffTrie : schema_->trie_child(lit_, b);
+  if (b == '"') {
+    if (const int32_t k = child == kOffTrie ? -1 : schema_->trie[child].terminal; k >= 0) {
+      if (!((keys_ >> k) & 1)) return false;
+      wrote_key(f, uint32_t(k + 1));
+      want_ = schema_->properties[n.first_property + uint32_t(k)].value;
+    } else if (state != StringPattern::kDead && dfa.accepting[state]) {
+      wrote_key(f, next_index(f));
+      want_ = keys.value[state];
+    } else {
+      return false;
+    }
+    mode_ = Mode::colon;
+    return true;
+  }
+  const uint16_t next = state == StringPattern::kDead ? StringPattern::kDead : dfa.next[state][b];
+  if (next == StringPattern::kDead && !(child != kOffTrie && (schema_->trie[child].mask & keys_))) return false;
+  lit_ = child;
+  len_ = next;
+  return true;
+}
+
 bool JsonSchemaRecognizer::key_byte(uint8_t b) {
+  if (node(frames_[depth_ - 1].node).keys != JsonSchema::kNone) return patterned_key_byte(b);
   Frame& f = frames_[depth_ - 1];
   const bool others = other_key_from(f);
   const uint32_t child = lit_ == kOffTrie ? kOffTrie : schema_->trie_child(lit_, b);
   if (child == kOffTrie || (!others && !(schema_->trie[child].mask & keys_))) {
-    if (!others || (lit_ != kOffTrie && schema_->trie[lit_].escaped)) return false;
+    if (!others) return false;
     lit_ = kOffTrie;
     return other_key_byte(b);
   }
@@ -200,9 +255,40 @@ bool JsonSchemaRecognizer::key_byte(uint8_t b) {
 }
 
 bool JsonSchemaRecognizer::other_key_byte(uint8_t b) {
-  if (aux_ > 0) {
+  // Escapes only as json.dumps writes them (\" \\ \b \f \n \r \t, \u00xx in lower case for the other control
+  // characters): then a key's text follows from its value, so one that spells a listed name's value spells its text,
+  // which the trie holds. aux_ past kEscape: after the backslash, then each of \u's four digits.
+  if (aux_ >= kEscape) {
+    bool ok = false;
+    switch (aux_ - kEscape) {
+      case 0:
+        ok = b == '"' || b == '\\' || b == 'b' || b == 'f' || b == 'n' || b == 'r' || b == 't' || b == 'u';
+        aux_ = b == 'u' ? kEscape + 1 : 0;
+        break;
+      case 1:
+      case 2:
+        ok = b == '0';
+        ++aux_;
+        break;
+      case 3:
+        ok = b == '0' || b == '1';
+        lo_ = b == '0';
+        ++aux_;
+        break;
+      default:  // \u0008 \u0009 \u000a \u000c \u000d have short forms
+        ok = ((b >= '0' && b <= '9') || (b >= 'a' && b <= 'f')) &&
+             !(lo_ && (b == '8' || b == '9' || b == 'a' || b == 'c' || b == 'd'));
+        aux_ = 0;
+    }
+    return ok;
+  }
+  if (aux_ > 0) {  // a character's continuation bytes
     if (b < lo_ || b > hi_) return false;
     lo_ = 0x80, hi_ = 0xBF, --aux_;
+    return true;
+  }
+  if (b == '\\') {
+    aux_ = kEscape;
     return true;
   }
   if (b == '"') {
@@ -213,7 +299,7 @@ bool JsonSchemaRecognizer::other_key_byte(uint8_t b) {
     mode_ = Mode::colon;
     return true;
   }
-  if (b == '\\' || b < 0x20) return lit_ != kOffTrie && b == '\\';  // escapes: a listed key's only
+  if (b < 0x20) return false;
   if (b < 0x80) return true;
   const Utf8Lead lead = utf8_lead(b);
   if (!lead.continuation) return false;
@@ -289,6 +375,7 @@ bool JsonSchemaRecognizer::comma() {
   }
   if (n.kind == Kind::object && !keys_from(f) && !other_key_from(f)) return false;  // no key left to write
   if (n.kind == Kind::map && keys_written(f) >= n.max) return false;
+  if (n.kind == Kind::map && n.keys != JsonSchema::kNone && !other_key_from(f)) return false;
   mode_ = Mode::key;
   return true;
 }
@@ -352,7 +439,18 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
         }
         break;
       }
-      case Mode::email: ok = b == '"' ? email_may_end(email_) && end_value() : email_byte(email_, b); break;
+      case Mode::email: {
+        // An email address is ASCII and written without escapes: a byte is a character.
+        const JsonSchema::Node& n = node(want_);
+        const bool bounded = n.min > 0 || n.max != JsonSchema::kUnbounded;
+        if (b == '"') {
+          ok = email_may_end(email_) && len_ >= n.min && end_value();
+        } else {
+          ok = email_byte(email_, b) && (!bounded || email_viable(email_, len_ + 1, n.min, n.max));
+          len_ += ok;
+        }
+        break;
+      }
       case Mode::escape:
         switch (escape_byte(b)) {
           case Escape::unicode: mode_ = Mode::unicode, aux_ = 4, ok = true; break;

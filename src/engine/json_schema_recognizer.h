@@ -4,7 +4,7 @@
 // next property it may write and the keys written, or its item count), so the whole state is a fixed 168 bytes that
 // structured outputs copies per vocabulary trie edge (engine/json_constraint.h). A key an object does not list
 // (additionalProperties beside properties) follows the listed keys' trie while it can, then goes on as a free key
-// without escapes; it may not end as a listed key, so each listed key is written once, in its place.
+// (escapes only in json.dumps' forms, so that its text follows from its value); it may not end as a listed key, so each listed key is written once, in its place.
 //
 // push(b) accepts b iff the bytes so far, b included, are still a prefix of some document that validates, within
 // the bounds: kMaxDepth objects / arrays open at once (a property or item whose schema cannot be completed within
@@ -71,7 +71,8 @@ class JsonSchemaRecognizer {
     object_open,  // after '{': a key or '}'
     key,          // after ',' in an object
     key_literal,  // inside a property's quoted key: trie node lit_ (kOffTrie: another key), properties keys_ still
-                  // possible; a character's continuation bytes: aux_ more, the next in [lo_, hi_]
+                  // possible; a character's continuation bytes: aux_ more, the next in [lo_, hi_]. Under
+                  // patternProperties / propertyNames (a map's keys too) len_ holds the key DFA's state instead.
     colon,        // after a key; the value's position is want_
     after_value,  // ',' or the innermost container's closer
     array_open,   // after '[': an item or ']'
@@ -99,6 +100,7 @@ class JsonSchemaRecognizer {
     uint16_t count;
   };
   static constexpr uint32_t kOffTrie = JsonSchema::kUnbounded;
+  static constexpr uint8_t kEscape = 0x10;  // an unlisted key's aux_ from here on: inside an escape
   static uint32_t next_index(const Frame& f) { return f.count & 0x7F; }
   static uint32_t keys_written(const Frame& f) { return f.count >> 7; }
   static void wrote_key(Frame& f, uint32_t next) {
@@ -125,6 +127,7 @@ class JsonSchemaRecognizer {
   uint64_t keys_from(const Frame& f) const;  // the properties the object may write next
   bool other_key_from(const Frame& f) const;  // the object may write a key it does not list next
   bool other_key_byte(uint8_t byte);         // a byte of such a key (off the listed keys' trie)
+  bool patterned_key_byte(uint8_t byte);     // a key's byte under patternProperties / propertyNames
   bool free_key_text() const;
 
   const JsonSchema* schema_;

@@ -164,9 +164,13 @@ TEST(JsonSchema, KeywordsOutsideTheSubsetAreRefusedByNameAndPointer) {
   expect_refused(R"({"properties": {"n": {"type": "integer", "minimum": 5, "maximum": 4}}})", "no integer lies",
                  "#/properties/n");
   expect_refused(R"({"type": "array", "items": [{}]})", "tuples", "#/items");
-  expect_refused(R"({"properties": {"a": {}}, "patternProperties": {"^x": {}}})", "\"patternProperties\"", "#");
-  expect_refused(R"({"properties": {"e": {"type": "string", "format": "email", "maxLength": 40}}})",
-                 "minLength / maxLength beside format \"email\"", "#/properties/e");
+  expect_refused(R"({"properties": {"xa": {}}, "patternProperties": {"^x": {}}})", "also matches patternProperties",
+                 "#/properties/xa");
+  expect_refused(R"({"patternProperties": {"^x": {}, "y$": {}}})", "can both match one key", "#/patternProperties");
+  expect_refused(R"({"propertyNames": {"format": "email"}})", "only the formats", "#/propertyNames/format");
+  expect_refused(R"({"propertyNames": {"minimum": 1}})", "\"minimum\" in propertyNames", "#/propertyNames");
+  expect_refused(R"({"properties": {"e": {"type": "string", "format": "email", "maxLength": 4}}})",
+                 "no email address has minLength / maxLength characters", "#/properties/e");
   expect_refused(R"({"properties": {"a": {}}, "required": ["a"], "maxProperties": 0})", "maxProperties (0)", "#");
   expect_refused(R"({"properties": {"a": {}}, "minProperties": 2})", "minProperties (2)", "#");
   expect_refused(R"({"type": "object", "maxProperties": 600})", "above 511", "#/maxProperties");

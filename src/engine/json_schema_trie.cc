@@ -20,9 +20,7 @@ uint32_t JsonSchema::add_trie(const std::vector<std::string>& words, bool keys) 
       uint32_t next = trie_child(at, uint8_t(c));
       if (next == kUnbounded) {
         next = uint32_t(trie.size());
-        const bool escaped = trie[at].escaped || c == '\\';
         trie.emplace_back();
-        trie.back().escaped = escaped;
         auto& edges = trie[at].edges;
         edges.insert(std::upper_bound(edges.begin(), edges.end(), std::make_pair(uint8_t(c), next)),
                      {uint8_t(c), next});

@@ -74,7 +74,7 @@ std::shared_ptr<const JsonSchema> tagged_union(const std::vector<std::shared_ptr
     // Appended whole, every index shifted by what came before it.
     const size_t nodes = u->nodes.size(), positions = u->positions.size(), properties = u->properties.size(),
                  trie = u->trie.size(), bounds = u->number_bounds.size(), patterns = u->patterns.size(),
-                 lengths = u->string_lengths.size();
+                 lengths = u->string_lengths.size(), keys = u->key_patterns.size();
     if (nodes + g.nodes.size() + 2 >= kNone || positions + g.positions.size() + 2 >= kNone)
       throw ArgumentError("tagged union: too many schemas");
     for (JsonSchema::Node n : g.nodes) {
@@ -84,6 +84,7 @@ std::shared_ptr<const JsonSchema> tagged_union(const std::vector<std::shared_ptr
       if (n.bounds != kNone) n.bounds = uint16_t(n.bounds + bounds);
       if (n.pattern != kNone) n.pattern = uint16_t(n.pattern + patterns);
       if (n.lengths != kNone) n.lengths = uint16_t(n.lengths + lengths);
+      if (n.keys != kNone) n.keys = uint16_t(n.keys + keys);
       u->nodes.push_back(n);
     }
     if (bounds + g.number_bounds.size() >= kNone) throw ArgumentError("tagged union: too many bounded numbers");
@@ -92,6 +93,14 @@ std::shared_ptr<const JsonSchema> tagged_union(const std::vector<std::shared_ptr
     u->patterns.insert(u->patterns.end(), g.patterns.begin(), g.patterns.end());
     if (lengths + g.string_lengths.size() >= kNone) throw ArgumentError("tagged union: too many bounded patterns");
     u->string_lengths.insert(u->string_lengths.end(), g.string_lengths.begin(), g.string_lengths.end());
+    if (keys + g.key_patterns.size() >= kNone) throw ArgumentError("tagged union: too many patterned keys");
+    for (JsonSchema::KeyPattern k : g.key_patterns) {
+      k.pattern = uint16_t(k.pattern + patterns);
+      for (uint16_t& v : k.value)
+        if (v != kNone) v = uint16_t(v + positions);
+      for (uint16_t& v : k.positions) v = uint16_t(v + positions);
+      u->key_patterns.push_back(std::move(k));
+    }
     for (JsonSchema::Position p : g.positions) {
       for (uint16_t& id : p.by_byte)
         if (id != kNone) id = uint16_t(id + nodes);

@@ -1,5 +1,7 @@
 #include "engine/json_string_format.h"
 
+#include <algorithm>
+
 namespace attnzoo {
 namespace {
 
@@ -62,6 +64,19 @@ bool email_byte(EmailSoFar& s, uint8_t b) {
 }
 
 bool email_may_end(const EmailSoFar& s) { return s.at == 1 && s.field > 0 && s.last != '-' && s.wide >= 2; }
+
+bool email_viable(const EmailSoFar& s, uint32_t len, uint32_t min, uint32_t max) {
+  // Some completion adds e characters with min <= len + e <= max: e in [lo, hi], one of the intervals below.
+  if (len > max) return false;
+  const uint32_t lo = min > len ? min - len : 0, hi = max - len;
+  const auto meets = [&](uint32_t a, uint32_t b) { return a <= b && a <= hi && b >= lo; };
+  const uint32_t first = s.at == 0 ? s.field == 0 : s.field == 0 || s.last == '-';  // before it may stop
+  if (s.at == 0)  // more of the local part (64 at most), "@", a domain of 3 to 253 characters
+    return meets(first + 4, 64 - s.aux + 254);
+  const uint32_t room = 253 - s.aux, label = 63 - s.field;
+  // Close in this label (with two labels already), or "." and more labels after it (each 2 to 64 characters).
+  return (s.wide >= 2 && meets(first, std::min(label, room))) || meets(first + 2, room);
+}
 
 StringFormat string_format(std::string_view name) {
   if (name == "date") return StringFormat::date;

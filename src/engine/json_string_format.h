@@ -1,8 +1,8 @@
 #pragma once
 // json_schema's `format` for strings, checked as the value is written (plainly: no escapes inside a formatted
 // string) so that no accepted prefix is a dead end. All but email are patterns (engine/json_string_pattern.h) whose
-// DFAs are compiled once per process and shared; email's length limits would take a DFA past its state cap, so it
-// is a small automaton here:
+// DFAs are compiled once per process and shared; email's length limits would take a DFA past its state cap (the
+// domain's 253 characters times its labels' 63), so it is a small automaton here, with no per-state token sets:
 //   date       RFC 3339 full-date YYYY-MM-DD: months 01-12, days within the month (February 29 in leap years
 //              only), years 0001-9999 (Python's date has no year 0).
 //   time       RFC 3339 full-time HH:MM:SS[.f](Z|+HH:MM|-HH:MM), as JSON Schema requires (the offset is not
@@ -47,5 +47,9 @@ struct EmailSoFar {
 bool email_byte(EmailSoFar& s, uint8_t b);
 // The string may close here.
 bool email_may_end(const EmailSoFar& s);
+// minLength / maxLength beside email: an address that has `len` characters and reached `s` can still close with
+// a length in [min, max]. The lengths its completions can add are one or two intervals (a label at 63 characters
+// closes, or goes on with "." and another label: 0 or 2 more, never 1), so this is arithmetic, no table.
+bool email_viable(const EmailSoFar& s, uint32_t len, uint32_t min, uint32_t max);
 
 }  // namespace attnzoo

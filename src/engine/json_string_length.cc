@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "engine/json_schema_pointer.h"
 
 namespace attnzoo {
 namespace {
@@ -30,9 +31,7 @@ bool StringLengths::viable(uint16_t state, uint32_t len) const {
 }
 
 StringLengths string_lengths(const StringPattern& p, uint32_t min, uint32_t max, const std::string& pointer) {
-  const auto refuse = [&](const std::string& what) {
-    throw ArgumentError("response_format: json_schema at #" + pointer + ": " + what);
-  };
+  const auto refuse = [&](const std::string& what) { json_schema_at::refuse(pointer, what); };
   const size_t states = p.next.size();
   StringLengths out;
   out.min = min, out.max = max;

@@ -5,13 +5,12 @@
 #include <map>
 
 #include "core/error.h"
+#include "engine/json_schema_pointer.h"
 
 namespace attnzoo {
 namespace {
 
-[[noreturn]] void refuse(const std::string& pointer, const std::string& what) {
-  throw ArgumentError("response_format: json_schema at #" + pointer + ": " + what);
-}
+using json_schema_at::refuse;
 
 // The regex's syntax tree.
 struct Re {
@@ -406,13 +405,17 @@ StringPattern compile_string_pattern(const std::string& regex, const std::string
     }
     out.accepting.push_back(std::binary_search(subsets[d].begin(), subsets[d].end(), accept));
   }
-  // Keep the states an accepting one is reachable from: the walk then never enters a dead end.
-  const size_t n = out.next.size();
+  if (!prune_dead_ends(out)) refuse(pointer, "pattern matches no string written without escapes");
+  return out;
+}
+
+bool prune_dead_ends(StringPattern& p) {
+  const size_t n = p.next.size();
   std::vector<std::vector<uint16_t>> from(n);
   for (size_t d = 0; d < n; ++d)
-    for (uint16_t t : out.next[d])
+    for (uint16_t t : p.next[d])
       if (t != StringPattern::kDead) from[t].push_back(uint16_t(d));
-  std::vector<uint8_t> live(out.accepting.begin(), out.accepting.end());
+  std::vector<uint8_t> live(p.accepting.begin(), p.accepting.end());
   std::vector<uint16_t> stack;
   for (size_t d = 0; d < n; ++d)
     if (live[d]) stack.push_back(uint16_t(d));
@@ -422,11 +425,10 @@ StringPattern compile_string_pattern(const std::string& regex, const std::string
     for (uint16_t f : from[t])
       if (!live[f]) live[f] = 1, stack.push_back(f);
   }
-  if (!live[0]) refuse(pointer, "pattern matches no string written without escapes");
-  for (auto& row : out.next)
+  for (auto& row : p.next)
     for (uint16_t& t : row)
       if (t != StringPattern::kDead && !live[t]) t = StringPattern::kDead;
-  return out;
+  return live[p.start];
 }
 
 }  // namespace attnzoo

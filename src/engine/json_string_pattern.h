@@ -31,4 +31,8 @@ struct StringPattern {
 // lacks, or a pattern no unescaped string matches, or one past kMaxStates.
 StringPattern compile_string_pattern(const std::string& regex, const std::string& pointer);
 
+// Keeps only the states an accepting one is reachable from (every transition into another becomes kDead), so a walk
+// never enters a dead end; false when the start state is not kept (no string is accepted).
+bool prune_dead_ends(StringPattern& p);
+
 }  // namespace attnzoo

@@ -17,6 +17,7 @@
 #include "engine/scheduler.h"
 #include "engine/scheduler_test_fixture.h"
 #include "loader/json.h"
+#include "loader/json_try_parse.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo {
@@ -57,11 +58,8 @@ OutputCallback into(Texts& t) {
 }
 
 bool is_object(const std::string& text) {
-  try {
-    return json::parse(text).is_object();
-  } catch (const std::exception&) {
-    return false;
-  }
+  const std::optional<json::Value> v = json::try_parse(text);
+  return v && v->is_object();
 }
 
 class SchedulerJsonTest : public SchedulerTest {
@@ -161,21 +159,16 @@ constexpr const char* kSchema = R"({"type": "object", "properties": {"id": {"typ
     "name": {"type": "string", "maxLength": 3}}, "required": ["id", "name"]})";
 
 bool follows_schema(const std::string& text) {
-  json::Value v;
-  try {
-    v = json::parse(text);
-  } catch (const std::exception&) {
-    return false;
-  }
-  if (!v.is_object()) return false;
-  const auto members = v.members_in_source_order();
+  const std::optional<json::Value> v = json::try_parse(text);
+  if (!v || !v->is_object()) return false;
+  const auto members = v->members_in_source_order();
   const std::vector<std::string> order = {"id", "tags", "name"};
   size_t at = 0;
   for (const json::Member* m : members) {
     while (at < order.size() && order[at] != m->first) ++at;
     if (at++ == order.size()) return false;  // not a property, or out of order
   }
-  const json::Value *id = v.find("id"), *tags = v.find("tags"), *name = v.find("name");
+  const json::Value *id = v->find("id"), *tags = v->find("tags"), *name = v->find("name");
   if (!id || !id->is_integer() || id->is_float_literal() || !name || !name->is_string()) return false;
   int64_t chars = 0;
   for (unsigned char c : name->as_string()) chars += (c & 0xC0) != 0x80;

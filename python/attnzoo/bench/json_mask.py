@@ -60,6 +60,13 @@ CASES = (
 # The open case again with its patterned string's trie walked whole, as before the per-DFA-state token sets
 # (src/engine/json_pattern_tokens.h): the two rows' ratios side by side are what the sets save.
 WALK_CASES = (("json_schema_open_walk",) + CASES[-1][1:],)
+# patternProperties / propertyNames: keys off the listed keys' trie move one key DFA (src/engine/json_schema_keys.h),
+# whose quote-free tokens come from the same per-state sets as a patterned string's.
+KEYS_SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
+               "patternProperties": {"^x_[a-z_]+$": {"type": "string"}, "^[A-Z][a-z]+$": {"type": "integer"}},
+               "propertyNames": {"maxLength": 24}, "additionalProperties": False}
+KEYS_DOC = {"id": 7, "x_trace_id": "abc", "Population": 5, "Area": 7}
+KEYS_CASES = (("json_schema_keys", json.dumps(KEYS_SCHEMA), json.dumps(KEYS_DOC)),)
 
 
 def synthetic_vocabulary(size, seed=0):
@@ -97,7 +104,7 @@ def run_json_mask(scale, timing, progress=lambda s: None):
     bench = _core.JsonMaskBench(synthetic_vocabulary(size))
     rounds = _rounds(scale)
     rows = []
-    for name, schema, doc in CASES + WALK_CASES:
+    for name, schema, doc in CASES + WALK_CASES + KEYS_CASES:
         progress(f"timing the {name} mask over a {size}-token vocabulary")
         bench.use_pattern_sets(not name.endswith("_walk"))
         states = bench.prepare(schema, doc.encode())
