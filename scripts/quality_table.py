@@ -2,13 +2,16 @@
 
     .venv/bin/python scripts/quality_table.py MODEL [MODEL ...] [-c 512] [--chunks 20] [--text FILE]
     .venv/bin/python scripts/quality_table.py --from .models/SmolLM2-135M-Instruct.Q4_1.gguf \\
-        --types F32,BF16,Q8_0,Q6_K,Q4_K,Q4_0 --work /tmp/quality [--calibration auto] [-c 512] [--chunks 20]
+        --types F32,BF16,Q8_0,Q6_K,Q4_K_M,Q4_K:pure,Q4_0 --work /tmp/quality [--calibration auto] [-c 512] \
+        [--chunks 20]
 
 MODEL: GGUF files or Hugging Face checkpoint directories, compared in the order given (the first is the baseline
 of the delta column). --from SOURCE makes the rows itself: SOURCE (a checkpoint directory, or a GGUF that
 transformers dequantizes into one) written as F32 / BF16 safetensors and quantized by `attnzoo quantize` into each
 GGUF type (with --calibration, importance-weighted too: llama.cpp's imatrix, on a text apart from the scored
-windows). Perplexity is `attnzoo perplexity`'s (llama.cpp's definition) on the first --chunks windows of the
+windows). The types are llama-quantize's file types: Q4_K (like Q2_K, Q3_K and Q5_K) names its Q4_K_M mixture and
+is labelled so; TYPE:pure is `--type TYPE --pure`, every matrix in TYPE (the head and embedding too), the single
+type. Perplexity is `attnzoo perplexity`'s (llama.cpp's definition) on the first --chunks windows of the
 text, by default The Adventures of Sherlock Holmes from the Debian package golang-github-bkaradzic-go-lz4-dev.
 Prints a Markdown table with the CPU it ran on. Not part of `make test`: minutes per row on 2 cores.
 """
@@ -135,26 +138,42 @@ def calibration_text(path, text, work):
     return out
 
 
+# llama-quantize's names for its _M mixtures (and its Q2_K mixture, Q2_K_M in attnzoo)
+MIXTURE_ALIASES = {"Q2_K": "Q2_K_M", "Q3_K": "Q3_K_M", "Q4_K": "Q4_K_M", "Q5_K": "Q5_K_M"}
+
+
+def type_row(spelled):
+    """--types entry -> (the row's label, `attnzoo quantize` arguments, file name part)."""
+    t, _, option = spelled.partition(":")
+    if option not in ("", "PURE"):
+        sys.exit(f"--types: '{spelled}': the only option after ':' is pure (TYPE:pure)")
+    if option:
+        return f"{t} (pure)", ["--type", t, "--pure"], f"{t}-pure"
+    return MIXTURE_ALIASES.get(t, t), ["--type", t], MIXTURE_ALIASES.get(t, t)
+
+
 def make_rows(source, types, work, calibration=None, calibration_tokens=16384):
     """The files to compare: F32 / BF16 checkpoints and one `attnzoo quantize` GGUF per other type (and with
     --calibration, the importance-weighted one beside it for every type it changes)."""
     os.makedirs(work, exist_ok=True)
     rows = []
-    for t in types:
-        if t in ("F32", "BF16"):
-            rows.append((dequantized_checkpoint(source, work, t), t))
+    for spelled in types:
+        if spelled in ("F32", "BF16"):
+            rows.append((dequantized_checkpoint(source, work, spelled), spelled))
             continue
+        label, type_args, file_part = type_row(spelled)
+        t = type_args[1]
         variants = [("", [])]
         if calibration and t not in ("Q8_0", "F16"):  # llama.cpp's imatrix leaves these unchanged
             variants.append(("-imatrix", ["--calibration", calibration, "--calibration-tokens", str(calibration_tokens)]))
         for suffix, flags in variants:
-            out = os.path.join(work, f"model-{t}{suffix}.gguf")
+            out = os.path.join(work, f"model-{file_part}{suffix}.gguf")
             if not os.path.exists(out):
                 hf = dequantized_checkpoint(source, work, "F32")
                 if subprocess.run([CLI, "quantize", "--help"], capture_output=True).returncode != 0:
                     sys.exit(f"{CLI} has no `quantize` command: build it, or pass the files to compare as MODEL")
-                subprocess.run([CLI, "quantize", "-m", hf, "-o", out, "--type", t, *flags], check=True)
-            rows.append((out, t + (" importance-weighted" if suffix else "")))
+                subprocess.run([CLI, "quantize", "-m", hf, "-o", out, *type_args, *flags], check=True)
+            rows.append((out, label + (" importance-weighted" if suffix else "")))
     return rows
 
 
@@ -162,7 +181,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="*", help="GGUF files or checkpoint directories (first: the baseline)")
     parser.add_argument("--from", dest="source", help="make the rows from this checkpoint directory or GGUF")
-    parser.add_argument("--types", default="F32,BF16,Q8_0,Q6_K,Q4_K,Q4_0", help="with --from: the weight types")
+    parser.add_argument("--types", default="F32,BF16,Q8_0,Q6_K,Q4_K_M,Q4_K:pure,Q4_0",
+                        help="with --from: the weight types (llama-quantize's; TYPE:pure for --pure)")
     parser.add_argument("--work", default=os.path.join(ROOT, ".models", "quality"), help="with --from: where")
     parser.add_argument("--calibration", help="with --from: also quantize importance-weighted (attnzoo quantize "
                         "--calibration) on this text; auto: the second half of the evaluated text")

@@ -251,3 +251,25 @@ def test_quality_table_script_on_tiny_models(bos_model, tmp_path):
     want = Model.load(directory).perplexity(TEXT, n_ctx=N_CTX, n_chunks=3).ppl
     assert float(first[4]) == pytest.approx(want, abs=1e-4) and again[4] == first[4] and again[6] == "+0.00%"
     assert f"{3 * (N_CTX - 1 - N_CTX // 2)} tokens scored per row" in r.stdout
+
+
+@pytest.mark.skipif(not os.access(CLI, os.X_OK), reason="attnzoo CLI not built")
+def test_quality_table_labels_the_mixture_and_the_pure_type(bos_model, tmp_path):
+    """scripts/quality_table.py --from: --types Q4_K is llama-quantize's name for its Q4_K_M mixture and its row says
+    Q4_K_M; Q4_K:pure is `--type Q4_K --pure`, every matrix in Q4_K (the head too), labelled "Q4_K (pure)"."""
+    import importlib.util
+    gguf = pytest.importorskip("gguf")
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "quality_table.py")
+    spec = importlib.util.spec_from_file_location("quality_table", script)
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    table.CLI = CLI
+    rows = table.make_rows(bos_model[0], ["Q4_K", "Q4_K:PURE"], str(tmp_path))
+    assert [label for _, label in rows] == ["Q4_K_M", "Q4_K (pure)"]
+    readers = [gguf.GGUFReader(path) for path, _ in rows]
+    mixture, pure = ({t.name: t.tensor_type.name for t in r.tensors} for r in readers)
+    assert all(r.fields["general.file_type"].contents() == 15 for r in readers)  # llama.cpp's MOSTLY_Q4_K_M both
+    head = "output.weight" if "output.weight" in pure else "token_embd.weight"
+    assert pure[head] == pure["blk.0.attn_q.weight"] and mixture[head] != pure[head], (mixture, pure)
+    with pytest.raises(SystemExit):
+        table.type_row("Q4_K:FAST")

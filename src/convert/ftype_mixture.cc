@@ -35,6 +35,28 @@ constexpr FileMixture kMixtures[] = {
      Q::IQ4_XS, Q::IQ4_XS, true, false},
 };
 
+// llama-quantize's single types, read by the same rules: only the head, the embeddings, an 8-expert model's
+// attn_k / attn_v and (with an imatrix) Q4_0 / Q5_0's first ffn_down layers leave the main type. Q2_K ... Q5_K are
+// not here: their names are mixtures, and --pure (the only way to a single K-quant) reads no rules.
+constexpr FileMixture kSingles[] = {
+    {"Q4_0", 2, Q::Q4_0, Bump::never, Q::Q4_0, Q::Q4_0, Bump::first_eighth_importance, Q::Q4_1, Q::Q4_0, Q::Q4_0, false,
+     false},
+    {"Q4_1", 3, Q::Q4_1, Bump::never, Q::Q4_1, Q::Q4_1, Bump::never, Q::Q4_1, Q::Q4_1, Q::Q4_1, false, false},
+    {"Q5_0", 8, Q::Q5_0, Bump::never, Q::Q5_0, Q::Q5_0, Bump::first_eighth_importance, Q::Q5_1, Q::Q5_0, Q::Q5_0, false,
+     false},
+    {"Q5_1", 9, Q::Q5_1, Bump::never, Q::Q5_1, Q::Q5_1, Bump::never, Q::Q5_1, Q::Q5_1, Q::Q5_1, false, false},
+    {"Q8_0", 7, Q::Q8_0, Bump::never, Q::Q8_0, Q::Q8_0, Bump::never, Q::Q8_0, Q::Q8_0, Q::Q8_0, false, false},
+    {"Q6_K", 18, Q::Q6_K, Bump::never, Q::Q6_K, Q::Q6_K, Bump::never, Q::Q6_K, Q::Q6_K, Q::Q6_K, false, false},
+};
+
+// The rules `p` reads: its mixture's, or its single type's; nullptr for the float types and the single K-quants.
+const FileMixture* rules_of(const TensorPolicy& p) {
+  if (p.mixture) return p.mixture;
+  for (const FileMixture& f : kSingles)
+    if (f.main == p.type) return &f;
+  return nullptr;
+}
+
 std::string upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::toupper(c)); });
   return s;
@@ -79,8 +101,8 @@ struct Counters {
 };
 
 // One tensor's type under mixture `f` (llama_tensor_get_type_impl for the file types above).
-Q mixture_type(const TensorPolicy& p, const MixtureModel& m, const MixtureTensor& t, Kind kind, Counters& c) {
-  const FileMixture& f = *p.mixture;
+Q mixture_type(const TensorPolicy& p, const FileMixture& f, const MixtureModel& m, const MixtureTensor& t, Kind kind,
+               Counters& c) {
   const bool falcon = m.arch == "falcon", moe8 = m.experts == 8;
   // The layer of a per-layer tensor: read from the name in a MoE (llama.cpp: experts are not in layer order),
   // counted otherwise.
@@ -96,7 +118,7 @@ Q mixture_type(const TensorPolicy& p, const MixtureModel& m, const MixtureTensor
     if (p.output_type) return *p.output_type;  // a tied embedding follows --output-tensor-type
     const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
     const int64_t block = int64_t(quant_type_info(uint32_t(f.main))->block_elems);
-    return falcon || cols % block != 0 ? Q::Q8_0 : Q::Q6_K;
+    return falcon || cols % block != 0 || f.main == Q::Q8_0 ? Q::Q8_0 : Q::Q6_K;
   }
   if (kind == Kind::token_embd) return f.main;
   if (kind == Kind::attn_v) {
@@ -132,6 +154,7 @@ Q mixture_type(const TensorPolicy& p, const MixtureModel& m, const MixtureTensor
       case Bump::first_eighth: raise = i < n / 8; break;
       case Bump::first_eighth_not_falcon: raise = i < n / 8 && !falcon; break;
       case Bump::first_eighth_no_importance: raise = i < n / 8 && !m.importance; break;
+      case Bump::first_eighth_importance: raise = i < n / 8 && m.importance; break;
       default: break;
     }
     return raise ? f.ffn_down_type : f.ffn_down_else;
@@ -144,7 +167,7 @@ Q mixture_type(const TensorPolicy& p, const MixtureModel& m, const MixtureTensor
   return f.main;
 }
 
-std::map<std::string, QuantType> resolve_rules(const TensorPolicy& p, const MixtureModel& m,
+std::map<std::string, QuantType> resolve_rules(const TensorPolicy& p, const FileMixture& f, const MixtureModel& m,
                                                const std::vector<MixtureTensor>& tensors) {
   std::map<std::string, QuantType> out;
   Counters c;
@@ -165,7 +188,7 @@ std::map<std::string, QuantType> resolve_rules(const TensorPolicy& p, const Mixt
   for (size_t i : order) {
     const MixtureTensor& t = tensors[i];
     if (!t.chosen || (!t.shape.empty() && t.shape.size() < 2) || overridden(p, t.name)) continue;
-    out[t.name] = mixture_type(p, m, t, kinds[i], c);
+    out[t.name] = mixture_type(p, f, m, t, kinds[i], c);
   }
   return out;
 }
@@ -234,9 +257,10 @@ MixtureModel mixture_model(const std::string& arch, const MetadataInt& get, bool
 std::map<std::string, QuantType> resolve_mixture(const TensorPolicy& p, const MixtureModel& m,
                                                  const std::vector<MixtureTensor>& tensors) {
   std::map<std::string, QuantType> out;
-  if (!p.mixture) return out;
-  if (!p.pure) out = resolve_rules(p, m, tensors);
-  if (p.mixture->needs_importance && !m.importance) refuse_without_importance(p, out, tensors);
+  const FileMixture* f = rules_of(p);
+  if (!f) return out;
+  if (!p.pure) out = resolve_rules(p, *f, m, tensors);
+  if (p.mixture && p.mixture->needs_importance && !m.importance) refuse_without_importance(p, out, tensors);
   return out;
 }
 

@@ -27,7 +27,11 @@
 // type (tensor_policy.h). Overrides (--tensor-type, --keep, --output-tensor-type, --token-embedding-type) decide
 // their tensors first, which then do not count; --pure: every matrix the main type. Q2_K_S is refused without an
 // importance matrix when a matrix other than the head and embeddings would be Q2_K, as llama-quantize refuses it.
-// llama-quantize's "Q2_K" is called Q2_K_M here: --type Q2_K, Q3_K, Q4_K ... are single types (tensor_policy.h).
+// llama-quantize's "Q2_K" is called Q2_K_M here; its Q3_K, Q4_K and Q5_K name the _M mixtures, as here.
+// The single types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q6_K read the same rules with nothing raised but: output.weight
+// (and a tied token_embd) Q6_K (Q8_0 for Q8_0, falcon, or rows not whole blocks), an untied token_embd in the main
+// type, an 8-expert model's attn_k / attn_v Q8_0, and with an imatrix Q4_0 / Q5_0's ffn_down in Q4_1 / Q5_1 below
+// n/8 (llama.cpp: guards the first layers against "craziness" when an imatrix is given).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -51,6 +55,7 @@ enum class Bump : uint8_t {
   first_eighth,              // layers below n/8
   first_eighth_not_falcon,   // layers below n/8, but not in a falcon model
   first_eighth_no_importance,  // layers below n/8, quantized without an imatrix
+  first_eighth_importance,     // layers below n/8, quantized with an imatrix
   gqa_four,                  // 4+ query heads per KV head (layer 0's counts)
 };
 
@@ -94,9 +99,9 @@ struct MixtureTensor {
   bool chosen = true;          // its type comes from the policy (not forced, not kept as stored)
 };
 
-// The mixture's type (before the row-length fallback) of every chosen matrix that no override decides, in
-// llama.cpp's order with its counters; `tensors`: every tensor of the file, in any order. Empty without a
-// mixture or with p.pure. ArgumentError naming a tensor whose layer the rules need and cannot read, and (for a
+// The file type's type (before the row-length fallback) of every chosen matrix that no override decides, in
+// llama.cpp's order with its counters; `tensors`: every tensor of the file, in any order. Empty for a float type,
+// a single K-quant (p.mixture null, p.type Q2_K ... Q5_K) or with p.pure. ArgumentError naming a tensor whose layer the rules need and cannot read, and (for a
 // mixture that needs one, Q2_K_S) naming the first matrix that would be Q2_K without an importance matrix.
 std::map<std::string, QuantType> resolve_mixture(const TensorPolicy& p, const MixtureModel& m,
                                                  const std::vector<MixtureTensor>& tensors);

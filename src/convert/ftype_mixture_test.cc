@@ -111,6 +111,51 @@ TEST(FtypeMixture, EightExpertsReadTheLayerFromTheName) {
   EXPECT_THROW(resolve_mixture(p, {"llama", 8, 8, 4, 4, false}, t), ArgumentError);
 }
 
+TEST(FtypeMixture, SingleTypesReadTheRulesToo) {
+  std::vector<MixtureTensor> t = llama_tensors(16, false);
+  for (int i = 0; i < 16; ++i) t.push_back({blk(i, "ffn_down_exps"), {8, 256, 256}});
+  for (Q main : {Q::Q4_0, Q::Q4_1, Q::Q5_0, Q::Q5_1, Q::Q8_0, Q::Q6_K}) {
+    SCOPED_TRACE(quant_type_name(main));
+    TensorPolicy p;
+    set_file_type(p, quant_type_name(main), "--type");
+    EXPECT_EQ(p.mixture, nullptr);
+    // dense, untied: only the head leaves the main type (Q6_K, Q8_0's own); the embedding keeps it
+    p.mixture_types = resolve_mixture(p, {"llama", 16, 0, 8, 2, false}, llama_tensors(16, false));
+    EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 256}, Q::F32), main == Q::Q8_0 ? Q::Q8_0 : Q::Q6_K);
+    EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 256}, Q::F32), main);
+    for (const char* n : {"attn_v", "attn_k", "attn_output", "ffn_down"})
+      EXPECT_EQ(choose_tensor_type(p, blk(0, n), {256, 256}, Q::F32), main) << n;
+    // 8 experts: attn_k and attn_v Q8_0, attn_output and the experts stay
+    p.mixture_types = resolve_mixture(p, {"llama", 16, 8, 8, 2, false}, t);
+    EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_v"), {256, 256}, Q::F32), Q::Q8_0);
+    EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_k"), {256, 256}, Q::F32), Q::Q8_0);
+    EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_output"), {256, 256}, Q::F32), main);
+    EXPECT_EQ(choose_tensor_type(p, blk(5, "ffn_down_exps"), {8, 256, 256}, Q::F32), main);
+    // with an imatrix, Q4_0 / Q5_0's ffn_down below n/8 in Q4_1 / Q5_1 (layers 0 and 1 of 16)
+    p.mixture_types = resolve_mixture(p, {"llama", 16, 8, 8, 2, true}, t);
+    const Q guarded = main == Q::Q4_0 ? Q::Q4_1 : main == Q::Q5_0 ? Q::Q5_1 : main;
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(choose_tensor_type(p, blk(i, "ffn_down_exps"), {8, 256, 256}, Q::F32), i < 2 ? guarded : main) << i;
+    // tied: the embedding is the head; --pure: the main type everywhere, the head too
+    p.mixture_types = resolve_mixture(p, {"llama", 16, 0, 8, 2, false}, llama_tensors(16, true));
+    EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 256}, Q::F32), main == Q::Q8_0 ? Q::Q8_0 : Q::Q6_K);
+    p.pure = true;
+    p.mixture_types = resolve_mixture(p, {"llama", 16, 8, 8, 2, false}, t);
+    EXPECT_TRUE(p.mixture_types.empty());
+    EXPECT_EQ(choose_tensor_type(p, blk(5, "attn_v"), {256, 256}, Q::F32), main);
+    EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 256}, Q::F32), main);
+  }
+  // falcon's head: Q8_0; the float types and a single K-quant (only --pure reaches one) read no rules
+  TensorPolicy f;
+  set_file_type(f, "Q4_0", "--type");
+  f.mixture_types = resolve_mixture(f, {"falcon", 16, 0, 8, 8, false}, llama_tensors(16, false));
+  EXPECT_EQ(choose_tensor_type(f, "output.weight", {320, 256}, Q::F32), Q::Q8_0);
+  for (Q q : {Q::F16, Q::BF16, Q::F32, Q::Q4_K}) {
+    f.type = q;
+    EXPECT_TRUE(resolve_mixture(f, {"llama", 16, 8, 8, 2, true}, t).empty()) << quant_type_name(q);
+  }
+}
+
 TEST(FtypeMixture, Q2KMRaisesVAndFfnDownAndAttnOutput) {
   TensorPolicy p = mixture("Q2_K_M");
   EXPECT_EQ(p.type, Q::Q2_K);

@@ -451,10 +451,11 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
   // ignores its tie_word_embeddings)
   const bool tied = !kimi && config_ties_embeddings(root, c, attention_free && !rwkv7);
 
-  // Tensors on 64-byte lines, not llama.cpp's 32: a matrix row then starts a cache line wherever its row length
-  // allows, so the tile loads of an AMX GEMM (64-byte rows) and vector loads read one line, not two. Readers take the
-  // alignment from general.alignment.
-  GgufWriter w(64);
+  // llama.cpp's 32-byte alignment, and so no general.alignment key: llama-quantize copies that key into its output
+  // but pads the output to 32 regardless, so from a file of 64 it wrote files that llama.cpp, gguf-py and our loader
+  // refuse (the last tensor runs past the end). The 64 bought only in-place AMX reads of bf16 rows; a bf16 matrix off
+  // a line is copied aligned once at load instead (layers/linear.cc), as a safetensors checkpoint's are.
+  GgufWriter w(32);
   w.add_string("general.architecture", gguf_arch);
   w.add_string("general.type", "model");
   std::filesystem::path dir_name = std::filesystem::path(src_dir).lexically_normal();
@@ -508,10 +509,10 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                                         : rwkv7       ? plan_rwkv7(*files, tied)
                                         : kimi        ? plan_kimi_linear(*files, c)
                                                       : plan_attention(*files, c, *arch, heads, kv_heads, tied);
-  // A mixture's types are settled over the whole file first (its rules count tensors): gpt-oss's experts, written
-  // by add_gpt_oss_experts, are named here too
+  // The file type's rules are settled over the whole file first (they count tensors, and read the expert count and
+  // whether the head is tied): gpt-oss's experts, written by add_gpt_oss_experts, are named here too
   QuantizeOptions resolved = o;
-  if (o.policy.mixture) {
+  {
     std::vector<MixtureTensor> names;
     for (const TensorPlan& p : plans) names.push_back({p.gguf_name, p.shape, !p.type});
     if (gguf_arch == "gpt-oss")

@@ -155,9 +155,9 @@ QuantizeSummary requantize_gguf(const std::string& src_path, const std::string& 
     summary.architecture = a->as_string("general.architecture");
   summary.tokenizer = f->has("tokenizer.ggml.model");
   GgufWriter w(f->alignment());
-  // A mixture's types are settled over the whole file first (its rules count tensors), from the source's keys.
+  // The file type's rules are settled over the whole file first (they count tensors), from the source's keys.
   QuantizeOptions resolved = o;
-  if (o.policy.mixture) {
+  {
     std::vector<MixtureTensor> names;
     for (const GgufTensor& t : f->tensors())
       names.push_back({t.name, std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()),

@@ -87,12 +87,11 @@ QuantType choose_tensor_type(const TensorPolicy& p, const std::string& gguf_name
   if (const std::optional<QuantType> t = override_type(p, gguf_name, source)) return fit_to_row(*t, cols);
   const bool head = gguf_name == "output.weight", embed = gguf_name == "token_embd.weight";
   if (p.pure || is_float(p.type)) return fit_to_row(p.type, cols);
-  if (p.mixture) {
-    const auto it = p.mixture_types.find(gguf_name);
-    if (it == p.mixture_types.end())
-      throw std::logic_error("quantize: tensor '" + gguf_name + "' was not in the list its mixture was resolved on");
-    return fit_to_row(it->second, cols);
-  }
+  if (const auto it = p.mixture_types.find(gguf_name); it != p.mixture_types.end()) return fit_to_row(it->second, cols);
+  if (p.mixture)
+    throw std::logic_error("quantize: tensor '" + gguf_name + "' was not in the list its mixture was resolved on");
+  // a single type not resolved over its file (resolve_mixture): the embedding taken as tied, as llama.cpp takes it
+  // until it sees output.weight
   if (head || embed) return fit_to_row(p.type == QuantType::Q8_0 ? QuantType::Q8_0 : QuantType::Q6_K, cols);
   return fit_to_row(p.type, cols);
 }

@@ -1,12 +1,14 @@
 #pragma once
 // Which GGUF type each tensor of a checkpoint is written in, following llama.cpp's llama-quantize defaults:
 //   - 1-D tensors (norms, biases, RoPE factors) stay F32;
-//   - a single type (--type Q8_0, Q4_0, Q6_K ...): the output head (output.weight) and, here, the token embedding take
+//   - a single type (--type Q8_0, Q4_0, Q6_K ...): the output head (output.weight) and a tied token embedding take
 //     Q8_0 when the type is Q8_0 and Q6_K for every lower-bit type (the float types keep themselves); an untied
-//     embedding follows the same rule because it is as sensitive as the head and costs no compute;
+//     embedding keeps the main type, as llama-quantize keeps it (--token-embedding-type Q6_K raises it); an
+//     8-expert model's attn_k / attn_v Q8_0; with an imatrix, Q4_0 / Q5_0's first ffn_down layers Q4_1 / Q5_1
+//     (ftype_mixture.h: these read the whole file, and resolve_mixture settles them into `mixture_types`);
 //   - a mixture (--type Q2_K (= Q2_K_M), Q2_K_S, Q3_K_S / M / L, Q4_K_S / M, Q5_K_S / M, IQ4_NL, IQ4_XS; Q3_K,
-//     Q4_K and Q5_K are llama-quantize's aliases of the _M ones): llama-quantize's per-tensor rules, exactly (ftype_mixture.h), settled over the whole file first
-//     (resolve_mixture fills `mixture_types`);
+//     Q4_K and Q5_K are llama-quantize's aliases of the _M ones): llama-quantize's per-tensor rules, exactly
+//     (ftype_mixture.h), settled over the whole file first (resolve_mixture fills `mixture_types`);
 //   - --pure: every matrix the main type, the head and embedding included (llama-quantize's flag);
 //   - a matrix whose rows are not whole blocks of the requested type falls back as llama.cpp does (Q2_K, Q3_K ->
 //     Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL for rows of 32s; F16 when not even that);
@@ -33,7 +35,7 @@ struct TensorPolicy {
   std::optional<QuantType> token_embedding_type;     // --token-embedding-type
   std::vector<std::pair<std::string, QuantType>> tensor_types;  // --tensor-type PATTERN=TYPE
   std::vector<std::string> keep;                     // --keep PATTERN
-  std::map<std::string, QuantType> mixture_types;    // resolve_mixture's result, by GGUF name
+  std::map<std::string, QuantType> mixture_types;    // resolve_mixture's result, by GGUF name (single types too)
 };
 
 // The type name as llama.cpp spells it ("Q4_K", "BF16"; case-insensitive) -> a type quantize_matrix writes;
