@@ -1,10 +1,11 @@
 # Two kinds of install:
 # * pip (scikit-build-core sets SKBUILD): the Python module into the attnzoo package and the attnzoo CLI into the
 #   environment's scripts directory, nothing else.
-# * cmake --install: the static library, its headers and a CMake package, so that C++ code can
+# * cmake --install: the static libraries, their headers and a CMake package, so that C++ code can
 #     find_package(attnzoo CONFIG REQUIRED)
-#     target_link_libraries(app PRIVATE attnzoo::attnzoo)
-#   and include e.g. "kernels/softmax/attention.h" (the same paths as inside src/).
+#     target_link_libraries(app PRIVATE attnzoo::attnzoo)   # + attnzoo::attnzoo_answers / attnzoo::attnzoo_server
+#   and include e.g. "kernels/softmax/attention.h" (the same paths as inside src/). Every header installed is
+#   usable: the answer readers' and the server's headers come with their libraries.
 if(SKBUILD)
   if(TARGET _core)
     install(TARGETS _core LIBRARY DESTINATION attnzoo)
@@ -14,7 +15,7 @@ if(SKBUILD)
 endif()
 
 include(CMakePackageConfigHelpers)
-install(TARGETS attnzoo attnzoo_hwy attnzoo_pcre2 attnzoo_blas EXPORT attnzooTargets
+install(TARGETS attnzoo attnzoo_answers attnzoo_server attnzoo_hwy attnzoo_pcre2 attnzoo_blas EXPORT attnzooTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS attnzoo_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/attnzoo

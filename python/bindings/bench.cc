@@ -86,6 +86,7 @@ void bind_bench(nb::module_& m) {
             d["target"] = target_name(p.target);
             d["seconds"] = p.seconds;
             d["runs"] = p.runs;
+            d["avx_vnni"] = p.avx_vnni;
             return d;
           },
           nb::arg("seconds") = 0.25, nb::arg("runs") = 3, doc);
@@ -101,6 +102,10 @@ void bind_bench(nb::module_& m) {
   bind_peak("measure_vnni_int8_peak", measure_vnni_int8_peak,
             "8-bit integer product (vpdpbusd) throughput on every thread, in giga-operations as 'gflops'; 0 where "
             "the CPU lacks AVX-512 VNNI or the target is below AVX-512.");
+  bind_peak("measure_avx2_int8_peak", measure_avx2_int8_peak,
+            "8-bit integer product throughput of the AVX2 integer rows (vpmaddubsw + vpmaddwd + vpaddd per 32 "
+            "products, or AVX-VNNI's vpdpbusd where those rows use it: 'avx_vnni') on every thread; 0 where the "
+            "VNNI rows run (measure_vnni_int8_peak) or no AVX2 / AVX-512 target is active.");
   m.def("measure_memory_bandwidth",
         [](int64_t bytes, int runs) {
           MemoryBandwidth b;

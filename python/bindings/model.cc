@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
+#include "layers/prompt_int8_route.h"
 #include "models/model.h"
 #include "models/model_device.h"
 #include "models/registry.h"
@@ -88,6 +89,12 @@ nb::dict formats_dict(const FormatChoice& f) {
   d["kv_cache_reason"] = f.kv_cache_reason;
   d["prefill_products"] = f.prefill_products;
   d["decode_activations"] = f.decode_activations;
+  // None: every prompt length; 0: none.
+  if (f.int8_prompt_max_tokens == kPromptInt8EveryLength)
+    d["int8_prompt_max_tokens"] = nb::none();
+  else
+    d["int8_prompt_max_tokens"] = f.int8_prompt_max_tokens;
+  d["int8_rows"] = f.int8_rows;
   d["products_reason"] = f.products_reason;
   return d;
 }

@@ -90,9 +90,10 @@ void bind_runtime(nb::module_& m) {
     throw ArgumentError("mode: expected 'auto', 'off' or 'on', got '" + mode + "'");
   }, nb::arg("mode"),
         "Which prompts (more than 8 tokens) over block weights with reduced products take the 8-bit integer rows "
-        "instead of the bf16 panels: 'auto' (where bf16 products would run on vdpbf16ps and the VNNI rows run), "
-        "'off' (none), 'on' (every format that has them). Process-wide; ATTNZOO_PROMPT_INT8 (auto / 0 / 1) sets "
-        "the start.");
+        "instead of the bf16 / f32 panels: 'auto' (the rule of layers/prompt_int8_route.h: the VNNI rows at every "
+        "length without AMX (Q6_K up to 48 tokens against bf16 panels), the AVX2 rows at every length but Q5_0 / "
+        "Q5_1 up to 32-48 tokens, never the portable rows or on AMX), 'off' (none), 'on' (every format that has them). Process-wide; ATTNZOO_PROMPT_INT8 "
+        "(auto / 0 / 1) sets the start.");
   m.def("linear_prompt_int8", [] {
     const PromptInt8Rows m = linear_prompt_int8_rows();
     return std::string(m == PromptInt8Rows::automatic ? "auto" : m == PromptInt8Rows::off ? "off" : "on");

@@ -133,8 +133,9 @@ def test_the_table_holds_the_json_mask_section(tiny_doc):
     from attnzoo.bench import json_mask
     section = tiny_doc["json_mask"]
     assert [r["format"] for r in section["rows"]] == ["json_object", "json_schema", "json_schema_typed",
-                                                      "json_schema_open", "json_schema_open_walk"]
-    for r, (_, _, doc) in zip(section["rows"], json_mask.CASES + json_mask.WALK_CASES):
+                                                      "json_schema_open", "json_schema_open_walk",
+                                                      "json_schema_keys"]
+    for r, (_, _, doc) in zip(section["rows"], json_mask.CASES + json_mask.WALK_CASES + json_mask.KEYS_CASES):
         assert r["states"] == len(doc.encode())
         assert 1 <= r["allowed_mean"] < section["vocab"]
         assert r["mask_ms"] > 0 and r["read_ms"] > 0 and r["ratio"] > 0

@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from attnzoo import _core  # noqa: E402
 from attnzoo.bench.model import (attention_flops, cache_bytes_read, format_report,  # noqa: E402
-                                 layer_matrix_elements, run_model_bench)
+                                 layer_matrix_elements, prompt_products, run_model_bench)
 
 HIDDEN, INTER, LAYERS, VOCAB = 64, 128, 2, 256
 
@@ -155,8 +155,17 @@ def test_matmul_precision_is_set_restored_and_reported(model_dir):
     assert p["fraction_of_ceiling"] > 0
 
 
-def test_prompts_on_the_integer_rows_are_rated_against_vpdpbusd(tmp_path):
-    """A Q4_0 model whose prompts take the VNNI rows: the prefill row names int8 products and their peak."""
+def _int8_ceiling():
+    """The peak the integer rows of this CPU and target are rated against: vpdpbusd where the VNNI rows run, the
+    AVX2 rows' own on the other AVX2 / AVX-512 targets, the f32 FMA peak for the portable rows (scalar)."""
+    if _core.measure_vnni_int8_peak(0.01, 1)["gflops"] > 0:
+        return "vnni_int8"
+    return "avx2_int8" if _core.active_target() != "scalar" else "fma"
+
+
+def test_prompts_on_the_integer_rows_are_rated_against_their_rows_peak(tmp_path):
+    """A Q4_0 model whose prompts take the integer rows: the prefill row names int8 products and the peak of the
+    rows that ran (vpdpbusd on VNNI, vpmaddubsw + vpmaddwd on AVX2)."""
     from test_gguf_model import _build
     path = _build("llama", "q4_0", str(tmp_path))[1]
     before = _core.linear_prompt_int8()
@@ -166,11 +175,44 @@ def test_prompts_on_the_integer_rows_are_rated_against_vpdpbusd(tmp_path):
     finally:
         _core.set_linear_prompt_int8(before)
     p = doc["prefill"]
-    assert p["products"] == "int8" and p["ceiling"] == "vnni_int8"
-    assert p["ceiling_gflops"] == doc["peaks"]["vnni_int8"]["gflops"]
+    ceiling = _int8_ceiling()
+    assert p["products"] == "int8" and p["ceiling"] == ceiling
+    if ceiling != "fma":
+        assert p["ceiling_gflops"] == doc["peaks"][ceiling]["gflops"] > 0
     assert "int8 products" in format_report(doc)
     with pytest.raises(ValueError, match="matmul_precision"):
         run_model_bench(model_dir, matmul_precision="low", probes="tiny")
+
+
+def test_prompt_products_follow_the_rows_bound():
+    """The products a prompt runs on, from inspect's formats: the rows at every length, the rows up to a bound
+    (Q5_0 on the AVX2 rows) and the panels beyond it, the panels where no rows take prompts."""
+    every = {"prefill_products": "int8", "int8_rows": "VNNI", "int8_prompt_max_tokens": None}
+    assert prompt_products(every, 512) == ("int8", "VNNI")
+    capped = {"prefill_products": "f32", "int8_rows": "AVX2", "int8_prompt_max_tokens": 48}
+    assert prompt_products(capped, 16) == ("int8", "AVX2") and prompt_products(capped, 48) == ("int8", "AVX2")
+    assert prompt_products(capped, 64) == ("f32", "")
+    assert prompt_products(capped, 8) == ("f32", ""), "8 tokens or fewer run the GEMV, not a prompt route"
+    none = {"prefill_products": "bf16", "int8_rows": "", "int8_prompt_max_tokens": 0}
+    assert prompt_products(none, 16) == ("bf16", "")
+
+
+def test_the_avx2_target_rates_its_integer_rows_against_their_own_peak(tmp_path):
+    """ATTNZOO_TARGET=avx2 (an AVX2 CPU's instruction mix; on any x86-64 CPU with AVX2): a Q4_0 model's prompts
+    take the AVX2 rows by default and the prefill row is rated against their peak, not vpdpbusd's (0 there)."""
+    if "avx2" not in _core.supported_targets():
+        pytest.skip("no AVX2 on this CPU")
+    from test_gguf_model import _build
+    path = _build("llama", "q4_0", str(tmp_path))[1]
+    code = ("import json; from attnzoo.bench.model import run_model_bench; "
+            f"d = run_model_bench({path!r}, prompt=16, gen=2, contexts=[16], context_gen=1, repeats=1, "
+            "probes='tiny'); print(json.dumps(d['prefill']))")
+    env = dict(os.environ, ATTNZOO_TARGET="avx2")
+    env.pop("ATTNZOO_PROMPT_INT8", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    p = json.loads(out.stdout.strip().splitlines()[-1])
+    assert p["products"] == "int8" and p["ceiling"] == "avx2_int8" and p["ceiling_gflops"] > 0
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -3,6 +3,7 @@
 find_package(attnzoo) for C++ code, and nothing built into the source tree. The real `pip wheel` build compiles
 the whole library (minutes on two cores), so it runs when ATTNZOO_TEST_WHEEL=1."""
 import glob
+import json
 import os
 import re
 import shutil
@@ -97,10 +98,19 @@ def test_cmake_install_and_find_package(tmp_path):
     (app / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.22)\nproject(app LANGUAGES CXX)\nset(CMAKE_CXX_STANDARD 20)\n"
         "find_package(attnzoo 0.1 CONFIG REQUIRED)\nadd_executable(app main.cc)\n"
-        "target_link_libraries(app PRIVATE attnzoo::attnzoo)\n")
+        "target_link_libraries(app PRIVATE attnzoo::attnzoo)\n"
+        "add_executable(reader reader.cc)\ntarget_link_libraries(reader PRIVATE attnzoo::attnzoo_server)\n")
     (app / "main.cc").write_text(
         '#include <cstdio>\n#include "core/dispatch.h"\n'
         'int main() { std::printf("%s\\n", attnzoo::target_name(attnzoo::active_target())); }\n')
+    # The server's library brings the answer readers with it (linked, not only their headers).
+    (app / "reader.cc").write_text(
+        '#include <cstdio>\n#include "answers/reasoning.h"\n#include "server/api_error.h"\n'
+        'int main() {\n'
+        '  auto s = attnzoo::answers::split_reasoning("<think>why</think>so", attnzoo::answers::ReasoningParser::qwen3);\n'
+        '  std::printf("%s|%s\\n", s.reasoning.c_str(), s.content.c_str());\n'
+        '  std::printf("%s\\n", attnzoo::server::error_body(attnzoo::server::bad_request("m", "p")).c_str());\n'
+        '}\n')
     b = tmp_path / "app-build"
     for cmd in (["cmake", "-S", str(app), "-B", str(b), "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}"],
                 ["cmake", "--build", str(b)]):
@@ -108,6 +118,10 @@ def test_cmake_install_and_find_package(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([str(b / "app")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() in attnzoo.supported_targets()
+    r = subprocess.run([str(b / "reader")], capture_output=True, text=True, timeout=60)
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and lines[0] == "why|so", r.stdout + r.stderr
+    assert json.loads(lines[1])["error"]["param"] == "p"
 
 
 @pytest.mark.skipif(os.environ.get("ATTNZOO_TEST_WHEEL") != "1", reason="builds the whole library: set "

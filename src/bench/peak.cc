@@ -89,6 +89,8 @@ namespace attnzoo::bench {
 float Bf16DotChains(int64_t iterations, float seed);  // peak_avx512bf16.cc
 float VnniInt8Chains(int64_t iterations, float seed);  // peak_avx512vnni.cc
 float AmxBf16Chains(int64_t iterations, float seed);  // peak_amx.cc
+float Avx2Int8Chains(int64_t iterations, float seed);  // peak_avx2.cc
+float AvxVnniInt8Chains(int64_t iterations, float seed);  // peak_avx2.cc
 
 HWY_EXPORT(FmaLanes);
 HWY_EXPORT(FmaChains);
@@ -189,6 +191,17 @@ FmaPeak measure_vnni_int8_peak(double seconds_per_run, int runs) {
   r.lanes = 64;  // byte products per vpdpbusd
   r.chains = 12;
   run_peak_probe(seconds_per_run, runs, 2.0 * r.chains * r.lanes, VnniInt8Chains, r);
+  return r;
+}
+
+FmaPeak measure_avx2_int8_peak(double seconds_per_run, int runs) {
+  FmaPeak r;
+  r.target = active_target();
+  if (!quant_gemv_avx2_enabled()) return r;
+  r.lanes = 32;  // byte products per step
+  r.chains = 12;
+  r.avx_vnni = quant_gemv_groups_avx_vnni_enabled();
+  run_peak_probe(seconds_per_run, runs, 2.0 * r.chains * r.lanes, r.avx_vnni ? AvxVnniInt8Chains : Avx2Int8Chains, r);
   return r;
 }
 

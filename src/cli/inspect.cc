@@ -17,6 +17,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "layers/matmul_precision.h"
+#include "layers/prompt_int8_route.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
 #include "models/describe.h"
@@ -252,13 +253,18 @@ void print_json(const ModelInfo& i, const std::string& source, const std::option
                 (unsigned long long)i.released_weight_bytes,
                 json_string(i.checkpoint_dtype).c_str(), json_string(dtype_name(i.weights)).c_str());
   const FormatChoice& f = i.formats;
+  // null: every prompt length (as Model.formats gives None); 0: none.
+  const std::string int8_max =
+      f.int8_prompt_max_tokens == kPromptInt8EveryLength ? "null" : std::to_string(f.int8_prompt_max_tokens);
   std::printf("\"formats\": {\"checkpoint\": %s, \"weights_dtype\": %s, \"weights_reason\": %s, "
               "\"kv_cache_dtype\": %s, \"kv_cache_reason\": %s, \"prefill_products\": %s, "
-              "\"decode_activations\": %s, \"products_reason\": %s}, ",
+              "\"decode_activations\": %s, \"int8_prompt_max_tokens\": %s, \"int8_rows\": %s, "
+              "\"products_reason\": %s}, ",
               json_string(f.checkpoint).c_str(), json_string(dtype_name(f.weights)).c_str(),
               json_string(f.weights_reason).c_str(), json_string(dtype_name(f.kv_cache)).c_str(),
               json_string(f.kv_cache_reason).c_str(), json_string(f.prefill_products).c_str(),
-              json_string(f.decode_activations).c_str(), json_string(f.products_reason).c_str());
+              json_string(f.decode_activations).c_str(), int8_max.c_str(), json_string(f.int8_rows).c_str(),
+              json_string(f.products_reason).c_str());
   std::printf("\"tied_embeddings\": %s, \"layers\": [", i.tied_embeddings ? "true" : "false");
   for (size_t l = 0; l < i.layers.size(); ++l) {
     const auto& L = i.layers[l];

@@ -156,9 +156,6 @@ namespace {
 
 enum class Route { quant_gemv_invariant, gemv, bf16_gemm, gemm };
 
-// A PromptInt8Rows once set_linear_prompt_int8_rows ran; -1 before: ATTNZOO_PROMPT_INT8 decides.
-std::atomic<int> g_prompt_int8{-1};
-
 Route route_of(const QuantMatrix& w, int64_t T, bool reduced) {
   // bf16 products run on bf16_pair_gemm: AMX tiles where the CPU has them, else vdpbf16ps where preferred.
   const bool bf16_products = reduced && bf16_tiles_enabled();
@@ -173,44 +170,11 @@ Route route_of(const QuantMatrix& w, int64_t T, bool reduced) {
   const bool dense_tiles = dense && bf16_products && (T > 1 || batch_invariant());
   if (!dense && reduced && quant_gemv_has_int8(w.type) && batch_invariant()) return Route::quant_gemv_invariant;
   if (T <= kGemvMaxTokens && !dense_tiles) return Route::gemv;
-  if (!dense && reduced && linear_prompt_takes_int8_rows(w)) return Route::gemv;
+  if (!dense && reduced && linear_prompt_takes_int8_rows(w.type, T, w.row_group != 0)) return Route::gemv;
   return bf16_products ? Route::bf16_gemm : Route::gemm;
 }
 
 }  // namespace
-
-PromptInt8Rows prompt_int8_rows_rule(const char* env) {
-  const std::string s = env ? env : "";
-  if (s.empty() || s == "auto") return PromptInt8Rows::automatic;
-  if (s == "0") return PromptInt8Rows::off;
-  if (s == "1") return PromptInt8Rows::on;
-  throw ArgumentError("ATTNZOO_PROMPT_INT8: expected auto, 0 or 1, got '" + s + "'");
-}
-
-void set_linear_prompt_int8_rows(PromptInt8Rows mode) { g_prompt_int8.store(int(mode), std::memory_order_relaxed); }
-
-PromptInt8Rows linear_prompt_int8_rows() {
-  const int m = g_prompt_int8.load(std::memory_order_relaxed);
-  if (m >= 0) return PromptInt8Rows(m);
-  // Read once and kept, as ATTNZOO_BF16_DOT and ATTNZOO_AMX are (a bad value throws again on the next call).
-  static const PromptInt8Rows from_env = prompt_int8_rows_rule(std::getenv("ATTNZOO_PROMPT_INT8"));
-  return from_env;
-}
-
-bool linear_prompt_takes_int8_rows(QuantType type) {
-  if (!quant_gemv_has_int8(type)) return false;
-  switch (linear_prompt_int8_rows()) {
-    case PromptInt8Rows::off: return false;
-    case PromptInt8Rows::on: return true;
-    case PromptInt8Rows::automatic: break;
-  }
-  // vpdpbusd forms twice the products per instruction that vdpbf16ps does (four times an f32 FMA), from the packed
-  // blocks, where the panels first decode every weight into bf16 pairs or f32 for only T tokens; AMX tiles are
-  // several times either.
-  return !amx_bf16_enabled() && quant_gemv_vnni_handles(type) && quant_gemv_vnni_enabled();
-}
-
-bool linear_prompt_takes_int8_rows(const QuantMatrix& w) { return linear_prompt_takes_int8_rows(w.type); }
 
 void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                     bool reduced) {

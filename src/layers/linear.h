@@ -32,6 +32,7 @@
 #include "kernels/quant/quant.h"
 #include "layers/linear_observer.h"
 #include "layers/matmul_precision.h"
+#include "layers/prompt_int8_route.h"
 
 namespace attnzoo {
 
@@ -58,23 +59,8 @@ void linear_forward(const QuantMatrix& w, const float* bias, const float* x, int
 void linear_gemm(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,
                  LinearGemmBackend backend = LinearGemmBackend::openblas);
 
-// Prompts (T > kGemvMaxTokens) over block weights with reduced products: "auto" sends them to the VNNI integer
-// rows (8 tokens a pass over a panel of rows held in L1) wherever those run and AMX does not: against the panels
-// on vdpbf16ps (Zen 4) 0.5-0.8x the CPU time of a whole 16-512-token prefill, against the f32 panels (vdpbf16ps
-// off) 0.1-0.45x (docs/benchmarks/llama-cpp.md "Short prompts on Zen 4"). AMX tiles, and CPUs without the VNNI
-// rows (whose routes were not measured against each other), keep the panels. "off": the panels everywhere; "on":
-// the integer rows wherever a format has them. Process-wide, from ATTNZOO_PROMPT_INT8 (auto / 0 / 1) at the first prompt unless
-// set before; set it between calls (benchmarks, tests). A bad ATTNZOO_PROMPT_INT8 is an ArgumentError naming it.
-enum class PromptInt8Rows { automatic, off, on };
-// The rule, pure: `env` (ATTNZOO_PROMPT_INT8's value; null or empty when unset) "auto" / "0" / "1"; ArgumentError
-// naming ATTNZOO_PROMPT_INT8 for another value.
-PromptInt8Rows prompt_int8_rows_rule(const char* env);
-void set_linear_prompt_int8_rows(PromptInt8Rows mode);
-PromptInt8Rows linear_prompt_int8_rows();
-// Whether a prompt of T > kGemvMaxTokens tokens over w (with reduced products) takes the integer rows here; the
-// type alone decides (format_choice reads it for the startup description).
-bool linear_prompt_takes_int8_rows(QuantType type);
-bool linear_prompt_takes_int8_rows(const QuantMatrix& w);
+// Prompts (T > kGemvMaxTokens) over block weights with reduced products take quant_gemv's integer rows or the
+// panels as layers/prompt_int8_route.h decides (linear_prompt_takes_int8_rows, ATTNZOO_PROMPT_INT8).
 // bf16 products (x and w rounded to bf16, f32 accumulation) on bf16_pair_gemm (AMX tiles where amx_bf16_enabled(),
 // else vdpbf16ps); `panel` output rows per task. Needs bf16_dot_available().
 void linear_gemm_bf16(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy,

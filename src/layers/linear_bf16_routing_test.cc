@@ -419,45 +419,56 @@ TEST(LinearBf16Routing, PromptInt8RuleReadsAutoZeroOneAndNamesABadValue) {
 
 // A prompt over block weights takes the integer rows or the bf16 / f32 panels as the setting says: "on" gives the
 // bits of quant_gemv (8-bit activations, each token on its own), "off" runs the panels (on the bf16 GEMM where
-// bf16 products run), "auto" the integer rows exactly where the VNNI rows run without AMX; each within the
-// reduced products' tolerance of the double reference.
+// bf16 products run), "auto" whichever of the two prompt_int8_auto_max_tokens names for this target, format and
+// length, with that route's bits; each within the reduced products' tolerance of the double reference. On every
+// target this CPU runs, so that the AVX2 and portable rules are exercised as well as the VNNI one.
 TEST(LinearBf16Routing, PromptsOverBlockWeightsTakeTheRouteTheSettingNames) {
   const int64_t N = 80, K = 256;
-  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_K, QuantType::Q5_K, QuantType::IQ4_XS}) {
-    const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 11 + uint64_t(t));
-    const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
-    const bool vnni_rows = !amx_bf16_enabled() && quant_gemv_vnni_handles(t) && quant_gemv_vnni_enabled();
-    {
-      const PromptInt8Scope scope(PromptInt8Rows::automatic);
-      EXPECT_EQ(linear_prompt_takes_int8_rows(w), vnni_rows) << quant_type_name(t);
-    }
-    for (int64_t T : {9, 16, 33}) {
-      HostTensor x(DType::f32, {T, K}, 12 + uint64_t(T), 1.f);
-      std::vector<float> want(size_t(T * N)), rows(size_t(T * N)), on(size_t(T * N)), off(size_t(T * N));
-      quant_matmul_reference(w, nullptr, x.view.ptr<float>(), T, want.data(), N);
-      quant_gemv(w, nullptr, x.view.ptr<float>(), T, rows.data(), N);
-      {
-        const PromptInt8Scope scope(PromptInt8Rows::on);
-        EXPECT_TRUE(linear_prompt_takes_int8_rows(w));
-        const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
-        linear_forward(w, nullptr, x.view.ptr<float>(), T, on.data(), N, /*reduced=*/true);
-        const LinearBf16GemmCounts after = linear_bf16_gemm_counts();
-        EXPECT_EQ(after.amx + after.vdpbf16ps, before.amx + before.vdpbf16ps) << quant_type_name(t) << " T=" << T;
-        EXPECT_EQ(on, rows) << quant_type_name(t) << " T=" << T << ": not the integer rows' bits";
+  testing::for_each_target([&](Target target) {
+    for (QuantType t : {QuantType::Q4_0, QuantType::Q4_K, QuantType::Q5_0, QuantType::Q5_K, QuantType::Q6_K,
+                        QuantType::IQ4_XS}) {
+      const std::vector<uint8_t> raw = testing::random_quant_rows(t, N, K, 11 + uint64_t(t));
+      const QuantMatrix w = make_quant_matrix(raw.data(), raw.size(), t, N, K, "w");
+      const bool regrouped = w.row_group != 0;
+      const int64_t auto_max = prompt_int8_auto_max_tokens(prompt_int8_rows_engine(t, regrouped), t,
+                                                           amx_bf16_enabled(), bf16_tiles_enabled());
+      const std::string what = std::string(quant_type_name(t)) + " on " + target_name(target);
+      for (int64_t T : {9, 16, 33, 65}) {
+        HostTensor x(DType::f32, {T, K}, 12 + uint64_t(T), 1.f);
+        std::vector<float> want(size_t(T * N)), rows(size_t(T * N)), on(size_t(T * N)), off(size_t(T * N)),
+            automatic(size_t(T * N));
+        quant_matmul_reference(w, nullptr, x.view.ptr<float>(), T, want.data(), N);
+        quant_gemv(w, nullptr, x.view.ptr<float>(), T, rows.data(), N);
+        {
+          const PromptInt8Scope scope(PromptInt8Rows::on);
+          EXPECT_TRUE(linear_prompt_takes_int8_rows(t, T, regrouped));
+          const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
+          linear_forward(w, nullptr, x.view.ptr<float>(), T, on.data(), N, /*reduced=*/true);
+          const LinearBf16GemmCounts after = linear_bf16_gemm_counts();
+          EXPECT_EQ(after.amx + after.vdpbf16ps, before.amx + before.vdpbf16ps) << what << " T=" << T;
+          EXPECT_EQ(on, rows) << what << " T=" << T << ": not the integer rows' bits";
+        }
+        {
+          const PromptInt8Scope scope(PromptInt8Rows::off);
+          EXPECT_FALSE(linear_prompt_takes_int8_rows(t, T, regrouped));
+          const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
+          linear_forward(w, nullptr, x.view.ptr<float>(), T, off.data(), N, /*reduced=*/true);
+          const LinearBf16GemmCounts after = linear_bf16_gemm_counts();
+          EXPECT_EQ(after.amx + after.vdpbf16ps, before.amx + before.vdpbf16ps + (bf16_tiles_enabled() ? 1 : 0))
+              << what << " T=" << T;
+        }
+        {
+          const PromptInt8Scope scope(PromptInt8Rows::automatic);
+          const bool int8 = T <= auto_max;
+          EXPECT_EQ(linear_prompt_takes_int8_rows(t, T, regrouped), int8) << what << " T=" << T;
+          linear_forward(w, nullptr, x.view.ptr<float>(), T, automatic.data(), N, /*reduced=*/true);
+          EXPECT_EQ(automatic, int8 ? on : off) << what << " T=" << T << ": auto took another route than its rule";
+        }
+        EXPECT_LT(rel_error(on.data(), want.data(), T, N, N), 2e-2) << what << " T=" << T;
+        EXPECT_LT(rel_error(off.data(), want.data(), T, N, N), 2e-2) << what << " T=" << T;
       }
-      {
-        const PromptInt8Scope scope(PromptInt8Rows::off);
-        EXPECT_FALSE(linear_prompt_takes_int8_rows(w));
-        const LinearBf16GemmCounts before = linear_bf16_gemm_counts();
-        linear_forward(w, nullptr, x.view.ptr<float>(), T, off.data(), N, /*reduced=*/true);
-        const LinearBf16GemmCounts after = linear_bf16_gemm_counts();
-        EXPECT_EQ(after.amx + after.vdpbf16ps, before.amx + before.vdpbf16ps + (bf16_tiles_enabled() ? 1 : 0))
-            << quant_type_name(t) << " T=" << T;
-      }
-      EXPECT_LT(rel_error(on.data(), want.data(), T, N, N), 2e-2) << quant_type_name(t) << " T=" << T;
-      EXPECT_LT(rel_error(off.data(), want.data(), T, N, N), 2e-2) << quant_type_name(t) << " T=" << T;
     }
-  }
+  });
 }
 
 }  // namespace

@@ -214,7 +214,8 @@ TEST(LinearQuant, ForwardSharedEqualsForwardOneByOne) {
 
 // Block weights that all take the integer rows (matmul precision "auto", decode sizes) quantize x once and run
 // in one dispatch: regrouped and GGUF rows, two formats, a bias, on every target; the bits are forward()'s.
-// A format whose integer rows differ (Q5_0 beside Q4_0 where the VNNI rows run) goes one by one.
+// A format whose integer rows differ (Q5_0's AVX2 rows beside Q4_0's VNNI ones) shares them too, each matrix on
+// its own rows.
 TEST(LinearQuant, ForwardSharedQuantizesTheInputOnceForBlockWeights) {
   const int64_t K = 512;
   const std::vector<uint8_t> q40 = testing::random_quant_rows(QuantType::Q4_0, 48, K, 61);
@@ -241,10 +242,11 @@ TEST(LinearQuant, ForwardSharedQuantizesTheInputOnceForBlockWeights) {
       EXPECT_EQ(quant_gemv_quantizations() - quantized, 1u) << target_name(target) << " T=" << T;
       EXPECT_EQ(ThreadPool::dispatch_count() - dispatched, 1u) << target_name(target) << " T=" << T;
       for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i], want[i]) << target_name(target) << " projection " << i << " T=" << T;
-      const bool same_rows = !vnni_int8_enabled();  // Q5_0 has no VNNI rows: it takes the AVX2 or portable ones
-      const uint64_t before = quant_gemv_quantizations();
+      // Q5_0 has no VNNI rows: it takes the AVX2 or portable ones, over the same quantization.
+      const uint64_t before = quant_gemv_quantizations(), before_dispatch = ThreadPool::dispatch_count();
       Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[3], got[3].data()}}, x.view.ptr<float>(), T);
-      EXPECT_EQ(quant_gemv_quantizations() - before, same_rows ? 1u : 2u) << target_name(target) << " T=" << T;
+      EXPECT_EQ(quant_gemv_quantizations() - before, 1u) << target_name(target) << " T=" << T;
+      EXPECT_EQ(ThreadPool::dispatch_count() - before_dispatch, 1u) << target_name(target) << " T=" << T;
       EXPECT_EQ(got[0], want[0]) << target_name(target) << " T=" << T;
       EXPECT_EQ(got[3], want[3]) << target_name(target) << " T=" << T;
     }
@@ -274,7 +276,7 @@ TEST(LinearQuant, ForwardSharedOfDenseWeightsFollowsTheMatmulPrecision) {
 // quantization's own past 16 rows), on every format the VNNI rows handle, regrouped rows (48, 64) beside GGUF
 // ones (33), a bias, K off a multiple of 256 (and of 64) where the blocks allow, on every target; each y is
 // forward()'s, which quantizes x itself, to the bit. Projections whose integer rows differ (Q5_0 beside Q4_0
-// where the VNNI rows run, IQ4 regrouped beside IQ4 GGUF rows on AVX2) go one by one.
+// where the VNNI rows run, IQ4 regrouped beside IQ4 GGUF rows on AVX2) share it too, each on its own rows.
 TEST(LinearQuant, ForwardSharedQuantizesAPromptOnceOnTheIntegerRows) {
   struct PromptInt8On {
     PromptInt8Rows saved = linear_prompt_int8_rows();
@@ -306,16 +308,15 @@ TEST(LinearQuant, ForwardSharedQuantizesAPromptOnceOnTheIntegerRows) {
         const uint64_t quantized = quant_gemv_quantizations(), dispatched = ThreadPool::dispatch_count();
         Linear::forward_shared({{&ls[0], got[0].data()}, {&ls[1], got[1].data()}, {&ls[2], got[2].data()}},
                                x.view.ptr<float>(), T);
-        // IQ4 rows regrouped take the AVX2 rows where VNNI does not run, GGUF ones the portable rows: one by one.
-        const bool iq4 = t == QuantType::IQ4_NL || t == QuantType::IQ4_XS;
-        const uint64_t calls = iq4 && !vnni_int8_enabled() && target != Target::scalar ? 3 : 1;
-        EXPECT_EQ(quant_gemv_quantizations() - quantized, calls) << at;
-        if (calls == 1) EXPECT_EQ(ThreadPool::dispatch_count() - dispatched, T > 16 ? 2u : 1u) << at;
+        // IQ4 rows regrouped take the AVX2 rows where VNNI does not run, GGUF ones the portable rows: one
+        // quantization writes the int16 copy for the one and the 8-bit rows for the others.
+        EXPECT_EQ(quant_gemv_quantizations() - quantized, 1u) << at;
+        EXPECT_EQ(ThreadPool::dispatch_count() - dispatched, T > 16 ? 2u : 1u) << at;
         for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i], want[i]) << at << " projection " << i;
       }
     });
   }
-  // Q5_0 has no VNNI rows: beside Q4_0 it takes the AVX2 or portable ones there, and each quantizes x itself.
+  // Q5_0 has no VNNI rows: beside Q4_0 it takes the AVX2 or portable ones there, over the one quantization.
   const int64_t K = 256, T = 40;
   const std::vector<uint8_t> q40 = testing::random_quant_rows(QuantType::Q4_0, 32, K, 95);
   const std::vector<uint8_t> q50 = testing::random_quant_rows(QuantType::Q5_0, 16, K, 96);
@@ -326,7 +327,7 @@ TEST(LinearQuant, ForwardSharedQuantizesAPromptOnceOnTheIntegerRows) {
   forward_one_by_one(pair, 2, x.view.ptr<float>(), T, want, got);
   const uint64_t before = quant_gemv_quantizations();
   Linear::forward_shared({{&pair[0], got[0].data()}, {&pair[1], got[1].data()}}, x.view.ptr<float>(), T);
-  EXPECT_EQ(quant_gemv_quantizations() - before, vnni_int8_enabled() ? 2u : 1u);
+  EXPECT_EQ(quant_gemv_quantizations() - before, 1u);
   for (int i = 0; i < 2; ++i) EXPECT_EQ(got[i], want[i]) << "projection " << i;
   ThreadPool::set_global_threads(threads);
 }

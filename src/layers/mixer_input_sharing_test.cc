@@ -1,5 +1,6 @@
 // Every mixer whose input feeds several projections (Kimi Delta Attention, Gated DeltaNet's in_proj pieces, MLA's
-// q / kv_a, a MoE's router beside its shared expert) runs them through Linear::forward_shared: one quantization
+// q / kv_a, a MoE's router beside its shared expert, Falcon-H1's parallel branches) runs them through
+// Linear::forward_shared (the branches: QuantInputScope): one quantization
 // (or bf16 rounding) of x for all. Each mixer's output is bit for bit the one of the projections run one by one
 // (Linear::set_sharing(false)), on block weights (Q4_0 / Q4_K / Q8_0, rows regrouped and GGUF rows), f32 and bf16
 // weights, decode and prompt sizes, and under "auto" x is quantized once where it was quantized per projection.
@@ -12,15 +13,22 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 
+#include "core/threads.h"
+#include "layers/attention_layer.h"
 #include "layers/deepseek_moe.h"
 #include "layers/gated_deltanet_mixer.h"
 #include "layers/kda_mixer.h"
 #include "layers/linear.h"
+#include "layers/mamba2_mixer.h"
 #include "layers/matmul_precision.h"
 #include "layers/mla_mixer.h"
 #include "layers/moe.h"
+#include "layers/parallel_mixer.h"
+#include "layers/rope.h"
 #include "kernels/quant/quant.h"
 #include "testing/mixer_harness.h"
 #include "testing/random_blocks.h"
@@ -230,6 +238,119 @@ TEST(MixerInputSharing, MoeRouterBesideTheSharedExpert) {
       expect_sharing_exact(f32_router ? "moe f32 router" : "moe", t, f32_router ? 2 : 4, run(moe), active(moe));
       expect_sharing_exact(f32_router ? "deepseek f32 router" : "deepseek", t, f32_router ? 2 : 3, run(ds), active(ds));
     }
+}
+
+// A Falcon-H1 layer: attention and Mamba-2 side by side over the same normed input (ParallelMixer). `attn_in` and
+// `ssm_in` scale each branch's input; o_proj / out_proj are `tail` weights.
+std::unique_ptr<ParallelMixer> falcon_h1_layer(Weights& w, int64_t hidden, int64_t heads, int64_t kv_heads,
+                                               int64_t head_dim, const Mamba2MixerConfig& mc, float attn_in,
+                                               float ssm_in, QuantType tail) {
+  const AttentionConfig ac{.hidden = hidden, .num_heads = heads, .num_kv_heads = kv_heads, .head_dim = head_dim};
+  auto attn = std::make_unique<AttentionLayer>(
+      ac, w.make(heads * head_dim, hidden, "q_proj"), w.make(kv_heads * head_dim, hidden, "k_proj"),
+      w.make(kv_heads * head_dim, hidden, "v_proj"), w.make(hidden, heads * head_dim, "o_proj", tail), std::nullopt,
+      std::nullopt, Rope(RopeConfig{.head_dim = head_dim}), "attn");
+  Mamba2MixerWeights mw;
+  mw.in_proj = w.make(mc.proj_dim(), hidden, "in_proj");
+  mw.out_proj = w.make(hidden, mc.inner(), "out_proj", tail);
+  mw.conv_weight = w.tensor({mc.conv_dim(), 1, mc.conv_kernel}, 0.5f);
+  mw.conv_bias = w.tensor({mc.conv_dim()}, 0.2f);
+  mw.dt_bias = w.tensor({mc.num_heads}, 0.3f);
+  mw.A_log = w.tensor({mc.num_heads}, 0.3f);
+  mw.D = w.tensor({mc.num_heads}, 0.5f);
+  std::vector<ParallelBranch> branches;
+  branches.push_back({std::move(attn), attn_in, 0.7f});
+  branches.push_back({std::make_unique<Mamba2Mixer>(mc, std::move(mw), "mamba"), ssm_in, 0.4f});
+  return std::make_unique<ParallelMixer>(hidden, std::move(branches));
+}
+
+// Falcon-H1's two branches quantize their input once between them (4 projections: q / k / v and in_proj) where
+// both scale it alike; with two scales (Falcon-H1-0.5B: 1 and 1.25) their rows differ, and only q / k / v share
+// (3 as 1). The bf16 roundings of dense bf16 weights are shared within a branch only, so dense weights are f32 here.
+TEST(MixerInputSharing, FalconH1ParallelBranches) {
+  Mamba2MixerConfig mc;
+  mc.hidden = kHidden, mc.num_heads = 4, mc.head_dim = 16, mc.n_groups = 1, mc.state_size = 16, mc.conv_kernel = 4;
+  mc.gated_norm = false;  // Falcon-H1's mamba_rms_norm = false
+  for (QuantType t : {QuantType::Q4_0, QuantType::Q4_K, QuantType::Q8_0, QuantType::F32})
+    for (const auto& [attn_in, ssm_in] : {std::pair{1.f, 1.f}, std::pair{1.25f, 1.25f}, std::pair{1.f, 1.25f}}) {
+      Weights w(t);
+      const auto layer = falcon_h1_layer(w, kHidden, 2, 1, 32, mc, attn_in, ssm_in, QuantType::F32);
+      const std::string what = "falcon_h1 in " + std::to_string(attn_in) + " / " + std::to_string(ssm_in);
+      expect_sharing_exact(what, t, attn_in == ssm_in ? 4 : 3, [&](const float* x, int64_t T) {
+        return testing::run_mixer_pieces(*layer, x, kHidden, {T});
+      });
+    }
+}
+
+// Decode steps and a prefill of a Falcon-H1-0.5B-shaped layer (hidden 1024; attention 8 heads, 2 KV heads of 64;
+// Mamba-2 24 heads of 64, state 128; Q4_K), one input scale for both branches, sharing off / on alternated: the
+// time ratio and the quantizations per call. Timings, so disabled; run with --gtest_also_run_disabled_tests
+// --gtest_filter=MixerInputSharing.DISABLED_BenchFalconH1Layer.
+TEST(MixerInputSharing, DISABLED_BenchFalconH1Layer) {
+  Weights w(QuantType::Q4_K);
+  const int64_t hidden = 1024;
+  Mamba2MixerConfig mc;
+  mc.hidden = hidden, mc.num_heads = 24, mc.head_dim = 64, mc.n_groups = 1, mc.state_size = 128, mc.conv_kernel = 4;
+  mc.gated_norm = false;
+  const auto layer = falcon_h1_layer(w, hidden, 8, 2, 64, mc, 1.f, 1.f, QuantType::Q4_K);
+  const int64_t steps = 64, prompt = 128;
+  HostTensor x(DType::f32, {prompt, hidden}, 5, 0.01f);
+  ScopedMatmulPrecision scope(MatmulPrecision::automatic);
+  for (const auto& [name, pieces] : {std::pair{"decode", std::vector<int64_t>(size_t(steps), 1)},
+                                     std::pair{"prefill", std::vector<int64_t>{prompt}}}) {
+    const double calls = double(pieces.size());
+    for (int round = 0; round < 7; ++round) {
+      double s[2];
+      uint64_t q[2];
+      for (int shared = 0; shared < 2; ++shared) {
+        Linear::set_sharing(shared == 1);
+        const uint64_t q0 = quant_gemv_quantizations();
+        const auto t0 = std::chrono::steady_clock::now();
+        testing::run_mixer_pieces(*layer, x.view.ptr<float>(), hidden, pieces);
+        s[shared] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        q[shared] = (quant_gemv_quantizations() - q0) / uint64_t(calls);
+      }
+      Linear::set_sharing(true);
+      std::printf("%s round %d: unshared %.3f ms/call (%llu quantizations), shared %.3f ms/call (%llu), ratio %.3f\n",
+                  name, round, 1e3 * s[0] / calls, (unsigned long long)q[0], 1e3 * s[1] / calls,
+                  (unsigned long long)q[1], s[1] / s[0]);
+    }
+  }
+}
+
+// What riding the shared expert's dispatch could save an f32 router at decode (task: the router's rows as more
+// tasks of the gate / up dispatch): a MoE decode step (hidden 1024, 64 experts of 256, top 4, a shared expert of
+// 1024, Q4_K; the router and shared gate f32, as llama.cpp keeps ffn_gate_inp), the router's own call, and an empty
+// dispatch of the pool (its wake-up, the most a merged dispatch saves), alternated. Timings, so disabled; run with
+// --gtest_also_run_disabled_tests --gtest_filter=MixerInputSharing.DISABLED_BenchF32RouterDispatch.
+TEST(MixerInputSharing, DISABLED_BenchF32RouterDispatch) {
+  Weights w(QuantType::Q4_K);
+  const int64_t hidden = 1024, E = 64;
+  std::vector<GatedMlp> experts;
+  for (int64_t e = 0; e < E; ++e)
+    experts.push_back(GatedMlp(w.make(256, hidden, "e.gate"), w.make(256, hidden, "e.up"),
+                               w.make(hidden, 256, "e.down"), Activation::silu, "e"));
+  const Linear router = w.make(E, hidden, "router", QuantType::F32);
+  const SparseMoe moe({.top_k = 4, .normalize_top_k = true}, router, experts,
+                      GatedMlp(w.make(1024, hidden, "s.gate"), w.make(1024, hidden, "s.up"),
+                               w.make(hidden, 1024, "s.down"), Activation::silu, "s"),
+                      w.make(1, hidden, "shared_gate", QuantType::F32), "moe");
+  ScopedMatmulPrecision scope(MatmulPrecision::automatic);
+  HostTensor x(DType::f32, {1, hidden}, 5, 0.01f);
+  std::vector<float> out(static_cast<size_t>(hidden)), logits(static_cast<size_t>(E));
+  constexpr int kReps = 400;
+  const auto time = [&](const std::function<void()>& fn) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kReps; ++i) fn();
+    return 1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kReps;
+  };
+  for (int round = 0; round < 7; ++round) {
+    const double step = time([&] { moe.forward(x.view.ptr<float>(), 1, out.data()); });
+    const double own = time([&] { router.forward(x.view.ptr<float>(), 1, logits.data()); });
+    const double wake = time([&] { ThreadPool::global().parallel_for(2, [](int64_t, int) {}); });
+    std::printf("round %d: MoE step %.1f us, f32 router call %.1f us (%.1f%%), empty dispatch %.1f us (%.1f%%)\n",
+                round, step, own, 100 * own / step, wake, 100 * wake / step);
+  }
 }
 
 // Decode of a Kimi-Linear-sized KDA layer (hidden 2304, 32 heads of 128, Q4_K), 64 steps, sharing off / on

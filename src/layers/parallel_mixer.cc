@@ -1,9 +1,12 @@
 #include "layers/parallel_mixer.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/quant/quant_input_scope.h"
+#include "layers/linear.h"
 
 namespace attnzoo {
 ParallelMixer::ParallelMixer(int64_t hidden, std::vector<ParallelBranch> branches)
@@ -95,17 +98,26 @@ void ParallelMixer::trace(const float* x, const Batch& batch, const LayerMemory&
 }
 
 void ParallelMixer::forward(const float* x, const Batch& batch, const LayerMemory& memory, float* out) const {
-  const int64_t n = batch.num_tokens() * hidden_;
+  const int64_t T = batch.num_tokens(), n = T * hidden_;
   std::vector<float> scaled, y(static_cast<size_t>(n));
   std::fill(out, out + n, 0.f);
+  // Branches of one input scale read the same rows: their input projections (attention's q / k / v, Mamba-2's
+  // in_proj), separate calls, share one 8-bit quantization of them. Scales that differ (Falcon-H1-0.5B's 1 and
+  // 1.25) give rows whose 8-bit quantizations differ, not only by the scale: each branch quantizes its own.
+  bool one_input = true;
+  for (const auto& b : branches_) one_input = one_input && b.in_scale == branches_[0].in_scale;
+  std::optional<QuantInputScope> shared;
   for (size_t i = 0; i < branches_.size(); ++i) {
     const ParallelBranch& b = branches_[i];
     const float* in = x;
     if (b.in_scale != 1.f) {
-      scaled.assign(x, x + n);
-      for (float& v : scaled) v *= b.in_scale;
+      if (i == 0 || !one_input) {
+        scaled.assign(x, x + n);
+        for (float& v : scaled) v *= b.in_scale;
+      }
       in = scaled.data();
     }
+    if (i == 0 && one_input && branches_.size() > 1 && Linear::sharing()) shared.emplace(in, T, hidden_);
     b.mixer->forward(in, batch, branch_memory(memory, i), y.data());
     for (int64_t k = 0; k < n; ++k) out[k] += b.out_scale * y[size_t(k)];
   }

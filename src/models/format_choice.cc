@@ -76,21 +76,32 @@ void choose_products(const CheckpointFormats& c, MatmulPrecision precision, cons
                                                                 : precision_words(precision) + ": f32 products";
     return;
   }
-  const bool int8_prompts = c.blocked && routes.int8_prompts;
+  const int64_t int8_max = c.blocked ? routes.int8_prompt_max_tokens : 0;
+  const bool int8_prompts = int8_max == kPromptInt8EveryLength;
+  f.int8_prompt_max_tokens = int8_max;
+  f.int8_rows = int8_max > 0 ? routes.int8_rows : "";
   f.prefill_products = int8_prompts ? "int8" : routes.bf16_tiles ? "bf16" : "f32";
   f.decode_activations = c.blocked ? "int8" : "f32";
   f.products_reason = precision_words(precision) + (precision == MatmulPrecision::automatic
                                                         ? (c.blocked ? " with block-quantized weights"
                                                                      : " with bf16-held weights")
                                                         : "");
-  if (int8_prompts)
-    f.products_reason += ", 8-bit activations on the VNNI integer rows for several tokens (AVX-512 VNNI without AMX: "
-                         "fewer CPU seconds than bf16 panels; ATTNZOO_PROMPT_INT8=0 keeps the panels)";
-  else
+  const std::string rows = "8-bit activations on the " + routes.int8_rows + " integer rows";
+  if (int8_prompts) {
+    f.products_reason += ", " + rows + " for several tokens (fewer CPU seconds than the " +
+                         std::string(routes.bf16_tiles ? "bf16" : "f32") +
+                         " panels on this CPU class; ATTNZOO_PROMPT_INT8=0 keeps the panels)";
+  } else {
+    if (int8_max > 0)
+      f.products_reason += ", " + rows + " up to " + std::to_string(int8_max) +
+                           " tokens (faster there, slower beyond; ATTNZOO_PROMPT_INT8=0 / 1 for none / all)";
     f.products_reason += routes.bf16_tiles
-                             ? ", bf16 tiles for several tokens (AMX where the CPU has it, else vdpbf16ps)"
-                             : ", widened to f32 for several tokens (neither AMX nor AVX-512-BF16 on this CPU / "
-                               "target, or bf16 dot products off: see attnzoo info)";
+                             ? std::string(int8_max > 0 ? ", then" : ",") +
+                                   " bf16 tiles for several tokens (AMX where the CPU has it, else vdpbf16ps)"
+                             : std::string(int8_max > 0 ? ", then" : ",") +
+                                   " widened to f32 for several tokens (neither AMX nor AVX-512-BF16 on this CPU / "
+                                   "target, or bf16 dot products off: see attnzoo info)";
+  }
   f.products_reason += c.blocked ? ", llama.cpp's integer dots for one" : ", one token's GEMV bound by memory";
 }
 
@@ -163,7 +174,10 @@ FormatChoice resolve_formats(const CheckpointFormats& checkpoint, const FormatRe
 FormatChoice resolve_formats(const CheckpointFormats& checkpoint, const FormatRequest& request) {
   ProductRoutes routes;
   routes.bf16_tiles = bf16_tiles_enabled();
-  routes.int8_prompts = checkpoint.blocked && linear_prompt_takes_int8_rows(checkpoint.block_type);
+  if (checkpoint.blocked) {
+    routes.int8_prompt_max_tokens = linear_prompt_int8_max_tokens(checkpoint.block_type);
+    routes.int8_rows = int8_rows_engine_name(prompt_int8_rows_engine(checkpoint.block_type));
+  }
   return resolve_formats(checkpoint, request, matmul_precision(), routes);
 }
 

@@ -3,6 +3,7 @@
 // the projections multiply with, chosen from what the checkpoint stores, the matmul precision and the CPU, each
 // with the reason a user reads in `attnzoo inspect`. Every front end (CLI generate / chat / perplexity / serve /
 // inspect / bench, Python Model.load and so Engine / LLM) resolves through resolve_formats; explicit values win.
+#include <cstdint>
 #include <string>
 
 #include "core/dtype.h"
@@ -41,6 +42,10 @@ struct FormatChoice {
   // several tokens ("f32", "bf16", or "int8" where prompts over blocks take the integer rows) and the
   // activations of one token's GEMV ("f32" or "int8").
   std::string prefill_products = "f32", decode_activations = "f32";
+  // Prompts over the checkpoint's blocks up to this many tokens take the integer rows int8_rows names ("VNNI",
+  // "AVX2", "portable"); 0: none; prefill_products is "int8" when every length does.
+  int64_t int8_prompt_max_tokens = 0;
+  std::string int8_rows;
   std::string checkpoint;  // what the checkpoint stores, e.g. "GGUF, mostly Q4_1"
   std::string weights_reason, kv_cache_reason, products_reason;
 };
@@ -48,8 +53,10 @@ struct FormatChoice {
 // What this CPU and SIMD target multiply several tokens with when products may be reduced.
 struct ProductRoutes {
   bool bf16_tiles = false;    // bf16 on tiles (bf16_tiles_enabled(): AMX, or vdpbf16ps where preferred)
-  bool int8_prompts = false;  // prompts over the checkpoint's blocks take the integer rows
-                              // (linear_prompt_takes_int8_rows of its block_type)
+  // Prompts over the checkpoint's blocks up to this many tokens take the integer rows (0: none,
+  // kPromptInt8EveryLength: all; linear_prompt_int8_max_tokens of its block_type), which int8_rows names.
+  int64_t int8_prompt_max_tokens = 0;
+  std::string int8_rows = "VNNI";
 };
 
 // The choice itself, from its inputs alone (tests give every combination). ArgumentError naming dtype /

@@ -333,13 +333,15 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     say("measuring the peaks again")
     peaks = better_peaks(peaks, measure_peaks(config))
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
-    products = info["formats"]["prefill_products"]  # "f32", "bf16", or "int8" (prompts on the VNNI rows)
-    # The engine's ceiling: AMX tiles where they run, else vdpbf16ps; vpdpbusd for the integer rows.
-    ceiling = {"bf16": bf16_peak_name(), "int8": "vnni_int8"}.get(products, "fma")
+    products, int8_rows = prompt_products(info["formats"], prompt)
+    # The engine's ceiling: AMX tiles where they run, else vdpbf16ps; for the integer rows vpdpbusd (VNNI), the
+    # AVX2 rows' vpmaddubsw + vpmaddwd (or AVX-VNNI), the f32 FMA peak for the portable int16 rows.
+    ceiling = {"bf16": bf16_peak_name(),
+               "int8": {"VNNI": "vnni_int8", "AVX2": "avx2_int8"}.get(int8_rows, "fma")}.get(products, "fma")
     if ceiling != "fma":
         p = config["probes"]
         probe = {"amx_bf16": _core.measure_amx_bf16_peak, "bf16_dot": _core.measure_bf16_dot_peak,
-                 "vnni_int8": _core.measure_vnni_int8_peak}[ceiling]
+                 "vnni_int8": _core.measure_vnni_int8_peak, "avx2_int8": _core.measure_avx2_int8_peak}[ceiling]
         peaks[ceiling] = max((probe(p["fma_seconds"], p["fma_runs"]) for _ in range(2)), key=lambda d: d["gflops"])
 
     prefill_s = float(np.median(prefill_times))
@@ -396,6 +398,18 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
             "comparison": llama.comparison({"prefill": prefill, "decode": decode}, llama_rows or [])},
         "note": "; ".join(notes),
     }
+
+
+def prompt_products(formats, prompt):
+    """(products, int8 rows) a prompt of `prompt` tokens runs on, from Model.inspect()'s formats: "int8" with the
+    rows ("VNNI", "AVX2", "portable") where prompts of that length take the integer rows (every length, or up to
+    formats["int8_prompt_max_tokens"]), else the panels' "f32" / "bf16" and ""."""
+    rows, limit = formats.get("int8_rows") or "", formats.get("int8_prompt_max_tokens") or 0
+    if formats["prefill_products"] == "int8":
+        return "int8", rows or "VNNI"
+    if rows and 8 < prompt <= limit:
+        return "int8", rows
+    return formats["prefill_products"], ""
 
 
 def _int_list(text):

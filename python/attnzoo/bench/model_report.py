@@ -4,6 +4,11 @@ from .._units import human_parameters
 from . import llama_bench as llama
 
 
+# The instructions behind each integer-row ceiling (bench/model.py picks it from the rows that ran).
+_INT8_ENGINES = {"vnni_int8": "vpdpbusd", "avx2_int8": "vpmaddubsw + vpmaddwd, or AVX-VNNI",
+                 "fma": "f32 FMA: the portable int16 rows"}
+
+
 def format_report(doc):
     m, mach, s = doc["model"], doc["machine"], doc["settings"]
     fma, mem = doc["peaks"]["fma"], doc["peaks"]["memory"]
@@ -19,7 +24,8 @@ def format_report(doc):
             f"   peak bf16 products {p['ceiling_gflops']:.1f} GFLOP/s "
             f"({'AMX tiles' if p.get('ceiling') == 'amx_bf16' else 'vdpbf16ps'})"
             if p.get("products") == "bf16"
-            else f"   peak int8 products {p['ceiling_gflops']:.1f} GOP/s (vpdpbusd, the prompt's integer rows)"
+            else f"   peak int8 products {p['ceiling_gflops']:.1f} GOP/s ({_INT8_ENGINES.get(p.get('ceiling'))}, "
+                 "the prompt's integer rows)"
             if p.get("products") == "int8"
             else "  (f32 products: bf16 weights are widened exactly)" if m["weights_dtype"] == "bfloat16"
             else "  (f32 products)"),

@@ -8,6 +8,7 @@
 #include "core/dispatch.h"
 #include "core/threads.h"
 #include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/quant_input_scope.h"
 #include "kernels/quant/row_groups.h"
 
 namespace attnzoo {
@@ -79,9 +80,10 @@ IntRows int_rows_of(const QuantMatrix& w) {
 std::atomic<uint64_t> quantizations{0};
 
 // The activation arrays of rows [t0, ...) of a quantized batch (QuantActivations or QuantActivationsOut, which
-// name their arrays alike): every array is row-major in tokens.
+// name their arrays alike): every array is row-major in tokens, xs8 and the lane arrays ld8 (ld8 / 4) apart.
 template <class Arrays>
-Arrays from_row(Arrays a, size_t t0, size_t K, size_t ld8) {
+Arrays from_row(Arrays a, size_t t0, size_t K) {
+  const size_t ld8 = a.ld8;
   if (a.q) a.q += t0 * K;
   if (a.xs8) a.xs8 += t0 * ld8;
   if (a.dx8) {
@@ -105,22 +107,39 @@ struct ActivationBuffers {
   AlignedBuffer<int32_t> xsum4_neg8, xsum4_neg128, xsum16;
 };
 
-// Whether the VNNI / AVX2 rows of these matrices read the per-lane arrays (dx8 and the lane sums): their GGUF
-// rows do, the regrouped rows (gemv_groups_*.cc) read xs8 with d and the sums of 16 / 32 instead.
-bool reads_lane_arrays(std::span<const QuantGemvOutput> outs) {
-  return std::any_of(outs.begin(), outs.end(), [](const QuantGemvOutput& o) { return o.w->row_group == 0; });
+// What the integer rows of a call read of the quantized x. The arrays are all written from the same q and d
+// (quantize_activations), so one quantization serves every route at once, each reading its own: the portable rows
+// the int16 copy, the VNNI and AVX2 rows xs8, and their GGUF rows the per-lane arrays too, whose sums are the same
+// integers from either route's instruction (vpdpbusd or vpmaddubsw); the regrouped rows (gemv_groups_*.cc) read
+// xs8 with d and the sums of 16 / 32.
+struct ActivationReads {
+  bool q16 = false, xs8 = false, lanes = false;
+  IntRows sums = IntRows::avx2;  // whose instruction forms the lane sums: VNNI's where a matrix runs those rows
+};
+
+ActivationReads reads_of(std::span<const QuantGemvOutput> outs) {
+  ActivationReads r;
+  for (const QuantGemvOutput& o : outs) {
+    const IntRows kind = int_rows_of(*o.w);
+    if (kind == IntRows::portable) {
+      r.q16 = true;
+      continue;
+    }
+    r.xs8 = true;
+    r.lanes = r.lanes || o.w->row_group == 0;
+    if (kind == IntRows::vnni) r.sums = IntRows::vnni;
+  }
+  return r;
 }
 
 // Quantizes the T rows of x [T, K] into `b`, each row on its own (its values depend on no other row), in
-// parallel for many rows; of the arrays only those the rows of `kind` read (QuantActivations): the int16 copy
-// on the portable route, dx8 and the lane sums where `lane_arrays`.
-QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kind, bool lane_arrays,
-                               ActivationBuffers& b) {
-  const bool lanes = kind != IntRows::portable, sums4 = lanes && lane_arrays;
+// parallel for many rows; of the arrays only those `r` names.
+QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, const ActivationReads& r, ActivationBuffers& b) {
+  const bool lanes = r.xs8, sums4 = r.xs8 && r.lanes;
   const size_t ld8 = size_t(K + 63) / 64 * 64, rows = size_t(T);
   // The int16 copy is the portable rows' alone (gemv_kernels.cc): the VNNI and AVX2 rows, GGUF and regrouped,
   // read xs8 and the sums.
-  if (!lanes) b.q.resize(rows * size_t(K));
+  if (r.q16) b.q.resize(rows * size_t(K));
   b.d.resize(rows * size_t(K / 32));
   b.dsum16.resize(rows * size_t(K / 16));
   b.dsum32.resize(rows * size_t(K / 32));
@@ -131,7 +150,7 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
     for (auto* l : {&b.xsum4_neg8, &b.xsum4_neg128}) l->resize(rows * ld8 / 4);
   }
   auto when = [](bool used, auto& buf) { return used ? buf.data() : nullptr; };
-  const QuantActivationsOut all{.q = when(!lanes, b.q),
+  const QuantActivationsOut all{.q = when(r.q16, b.q),
                                 .d = b.d.data(),
                                 .dsum16 = b.dsum16.data(),
                                 .dsum32 = b.dsum32.data(),
@@ -151,14 +170,15 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
                              .d = all.d,
                              .dsum16 = all.dsum16,
                              .dsum32 = all.dsum32,
-                             .xsum16 = all.xsum16};
+                             .xsum16 = all.xsum16,
+                             .ld8 = ld8};
   quantizations.fetch_add(1, std::memory_order_relaxed);
   constexpr int64_t kRowsPerTask = 16;
   auto quantize = [&](int64_t t0, int64_t n) {
-    const QuantActivationsOut o = from_row(all, size_t(t0), size_t(K), ld8);
+    const QuantActivationsOut o = from_row(all, size_t(t0), size_t(K));
     quantize_activations(x + t0 * K, size_t(n), size_t(K), o);
-    if (sums4 && kind == IntRows::vnni) quant_vnni_lane_sums(size_t(n), o);
-    if (sums4 && kind == IntRows::avx2) quant_avx2_lane_sums(size_t(n), o);
+    if (sums4 && r.sums == IntRows::vnni) quant_vnni_lane_sums(size_t(n), o);
+    if (sums4 && r.sums == IntRows::avx2) quant_avx2_lane_sums(size_t(n), o);
   };
   if (T <= kRowsPerTask) {
     quantize(0, T);
@@ -169,6 +189,45 @@ QuantActivations quantize_rows(const float* x, int64_t T, int64_t K, IntRows kin
     });
   }
   return act;
+}
+
+// The quantization a QuantInputScope shares (per thread: a scope is one thread's sequence of calls).
+struct InputScope {
+  bool active = false, quantized = false;
+  const float* x = nullptr;
+  int64_t T = 0, K = 0;
+  ActivationReads reads;
+  ActivationBuffers buffers;
+  QuantActivations act{};
+};
+
+InputScope& input_scope() {
+  thread_local InputScope s;
+  return s;
+}
+
+// x quantized for rows that read `r`: into `own`, or, for the rows an open scope names, the scope's quantization
+// (written once more, with the union of the arrays, where these rows read one it lacks).
+QuantActivations activations_of(const float* x, int64_t T, int64_t K, const ActivationReads& r,
+                                ActivationBuffers& own) {
+  InputScope& s = input_scope();
+  if (!s.active || s.x != x || s.T != T || s.K != K) return quantize_rows(x, T, K, r, own);
+  const bool covered = (s.reads.q16 || !r.q16) && (s.reads.xs8 || !r.xs8) && (s.reads.lanes || !r.lanes);
+  if (s.quantized && covered) return s.act;
+  if (s.quantized) {
+    s.reads.q16 = s.reads.q16 || r.q16;
+    s.reads.xs8 = s.reads.xs8 || r.xs8;
+    s.reads.lanes = s.reads.lanes || r.lanes;
+    if (r.sums == IntRows::vnni) s.reads.sums = IntRows::vnni;
+  } else {
+    // The lane arrays too, whatever these rows read: a later call's GGUF rows beside these regrouped ones (a
+    // branch's in_proj of 16k + 4 rows) would otherwise quantize again, for arrays of K / 4 values per token.
+    s.reads = r;
+    s.reads.lanes = r.xs8;
+  }
+  s.act = quantize_rows(x, T, K, s.reads, s.buffers);
+  s.quantized = true;
+  return s.act;
 }
 
 void run_int_rows(IntRows kind, const QuantGemvTask& g) {
@@ -185,11 +244,10 @@ void run_int_rows(IntRows kind, const QuantGemvTask& g) {
 // time by the same row kernels. Every token's result is the one a call with that token alone gives (the kernels
 // compute each token on its own), and each output element is written by one task whatever the others are, so
 // one output or several give the same bits.
-void run_prompt_rows(std::span<const QuantGemvOutput> outs, const QuantActivations& act, IntRows kind,
+void run_prompt_rows(std::span<const QuantGemvOutput> outs, const QuantActivations& act, const IntRows* kinds,
                      const float* x, int64_t T) {
   constexpr int64_t kRun = 64;
   const int64_t K = outs[0].w->cols, runs = (T + kRun - 1) / kRun;
-  const size_t ld8 = size_t(K + 63) / 64 * 64;
   thread_local std::vector<int64_t> panel, task0;
   panel.resize(outs.size());
   task0.assign(outs.size() + 1, 0);
@@ -210,10 +268,10 @@ void run_prompt_rows(std::span<const QuantGemvOutput> outs, const QuantActivatio
                     size_t(o.ldy)};
     for (int64_t t0 = r0; t0 < std::min(T, r0 + kRun); t0 += kMaxTokens) {
       g.T = size_t(std::min(kMaxTokens, T - t0));
-      g.act = from_row(act, size_t(t0), size_t(K), ld8);
+      g.act = from_row(act, size_t(t0), size_t(K));
       g.x = x + t0 * K;
       g.y = o.y + t0 * o.ldy;
-      run_int_rows(kind, g);
+      run_int_rows(kinds[i], g);
     }
   });
 }
@@ -229,8 +287,8 @@ void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t
   const IntRows kind = int_rows_of(w);
   thread_local ActivationBuffers buffers;
   const QuantGemvOutput out{&w, bias, y, ldy};
-  const QuantActivations act = quantize_rows(x, T, K, kind, reads_lane_arrays({&out, 1}), buffers);
-  if (T > kMaxTokens) return run_prompt_rows({&out, 1}, act, kind, x, T);
+  const QuantActivations act = activations_of(x, T, K, reads_of({&out, 1}), buffers);
+  if (T > kMaxTokens) return run_prompt_rows({&out, 1}, act, &kind, x, T);
   const QuantGemvTask base{w, x, nullptr, act, size_t(T), 0, 0, bias, y, size_t(ldy)};
   run_rows(w, base, [kind](const QuantGemvTask& g) { run_int_rows(kind, g); });
 }
@@ -239,18 +297,19 @@ void quant_gemv_shared(std::span<const QuantGemvOutput> outs, const float* x, in
   if (outs.empty() || T <= 0) return;
   const QuantMatrix& first = *outs[0].w;
   bool shared = outs.size() > 1;
-  for (const QuantGemvOutput& o : outs)
-    shared = shared && quant_gemv_has_int8(o.w->type) && o.w->cols == first.cols &&
-             int_rows_of(*o.w) == int_rows_of(first);
+  for (const QuantGemvOutput& o : outs) shared = shared && quant_gemv_has_int8(o.w->type) && o.w->cols == first.cols;
   if (!shared) {
     for (const QuantGemvOutput& o : outs) quant_gemv(*o.w, o.bias, x, T, o.y, o.ldy);
     return;
   }
   active_target();
-  const IntRows kind = int_rows_of(first);
+  // Each matrix on its own rows (Q5_0's AVX2 rows beside Q4_0's VNNI ones), all over one quantization of x.
+  thread_local std::vector<IntRows> kinds;
+  kinds.resize(outs.size());
+  for (size_t i = 0; i < outs.size(); ++i) kinds[i] = int_rows_of(*outs[i].w);
   thread_local ActivationBuffers buffers;
-  const QuantActivations act = quantize_rows(x, T, first.cols, kind, reads_lane_arrays(outs), buffers);
-  if (T > kMaxTokens) return run_prompt_rows(outs, act, kind, x, T);
+  const QuantActivations act = activations_of(x, T, first.cols, reads_of(outs), buffers);
+  if (T > kMaxTokens) return run_prompt_rows(outs, act, kinds.data(), x, T);
   // Task ranges of each matrix as quant_gemv splits it alone, numbered one after the other.
   thread_local std::vector<int64_t> rows, task0;
   rows.resize(outs.size());
@@ -261,14 +320,29 @@ void quant_gemv_shared(std::span<const QuantGemvOutput> outs, const float* x, in
   }
   const int64_t* r = rows.data();
   const int64_t* t0 = task0.data();
+  const IntRows* k = kinds.data();
   ThreadPool::global().parallel_for(t0[outs.size()], [&](int64_t task, int) {
     size_t i = 0;
     while (task >= t0[i + 1]) ++i;
     const QuantGemvOutput& o = outs[i];
     const int64_t n0 = (task - t0[i]) * r[i];
-    run_int_rows(kind, QuantGemvTask{*o.w, x, nullptr, act, size_t(T), size_t(n0),
+    run_int_rows(k[i], QuantGemvTask{*o.w, x, nullptr, act, size_t(T), size_t(n0),
                                      size_t(std::min(o.w->rows, n0 + r[i])), o.bias, o.y, size_t(o.ldy)});
   });
+}
+
+QuantInputScope::QuantInputScope(const float* x, int64_t T, int64_t K) {
+  InputScope& s = input_scope();
+  if (s.active) return;  // inside another scope: that one's rows stay shared
+  s.active = active_ = true;
+  s.quantized = false;
+  s.x = x;
+  s.T = T;
+  s.K = K;
+}
+
+QuantInputScope::~QuantInputScope() {
+  if (active_) input_scope().active = false;
 }
 
 uint64_t quant_gemv_quantizations() { return quantizations.load(std::memory_order_relaxed); }

@@ -69,7 +69,7 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
                             : kFmt == Fmt32::Q5_1 ? 24
                                                   : 34;
   constexpr size_t kHead = (kMin ? 4 : 2) + (kFive ? 4 : 0);  // f16 d (and m), Q5's 32 fifth bits, then the values
-  const size_t nb = K / 32, ld = (K + 63) / 64 * 64;
+  const size_t nb = K / 32, ld = a.ld8;
   // Two accumulators per token (alternate blocks), so that consecutive FMAs do not wait on each other.
   __m256 acc[kT][2], accm[kT];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = accm[t] = _mm256_setzero_ps();
@@ -157,7 +157,7 @@ void dot_row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_
         w1 = _mm256_or_si256(w1, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * c + 1), one), 4));
       }
       for (size_t t = 0; t < kT; ++t) {
-        const int8_t* x = a.xs8 + (t0 + t) * K + 256 * blk + 64 * c;
+        const int8_t* x = a.xs8 + (t0 + t) * a.ld8 + 256 * blk + 64 * c;
         const __m256i d0 = dot4(w0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
         const __m256i d1 = dot4(w1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32)));
         const __m256 s0 = _mm256_permutevar8x32_ps(sx[t], _mm256_set1_epi32(2 * c));
@@ -205,8 +205,8 @@ void dot_row_q6_k(const uint8_t* row, size_t K, const QuantActivations& a, size_
       const __m256 s = _mm256_permutevar8x32_ps(sc[g / 4], idx);
       for (size_t t = 0; t < kT; ++t) {
         const size_t e = 256 * blk + 32 * g;
-        const __m256i dot = dot4(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xs8 + (t0 + t) * K + e)));
-        const __m256 scale = _mm256_mul_ps(s, _mm256_loadu_ps(a.dx8 + (t0 + t) * (K / 4) + e / 4));
+        const __m256i dot = dot4(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xs8 + (t0 + t) * a.ld8 + e)));
+        const __m256 scale = _mm256_mul_ps(s, _mm256_loadu_ps(a.dx8 + (t0 + t) * (a.ld8 / 4) + e / 4));
         acc[t][g % 2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[t][g % 2]);
       }
     };

@@ -79,7 +79,7 @@ void dot_row32(const uint8_t* row, size_t K, const QuantActivations& a, size_t t
   constexpr size_t kBytes = kFmt == Fmt32::Q4_1 ? 20 : kFmt == Fmt32::Q8_0 ? 34 : kFmt == Fmt32::IQ4_XS ? 16 : 18;
   constexpr size_t kHead = kFmt == Fmt32::Q4_1 ? 4 : kFmt == Fmt32::IQ4_XS ? 0 : 2;  // f16 d (and m) first
   [[maybe_unused]] const __m512i grid = kIq4 ? iq4_grid_u8() : _mm512_setzero_si512();
-  const size_t nb = K / 32, ld = (K + 63) / 64 * 64;
+  const size_t nb = K / 32, ld = a.ld8;
   // Two accumulators per token (alternate pairs), so that consecutive FMAs do not wait on each other.
   __m512 acc[kT][2], accm[kT];
   for (size_t t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = accm[t] = _mm512_setzero_ps();
@@ -152,9 +152,9 @@ void dot_row(size_t K, const QuantActivations& a, size_t t0, Pair pair, float* o
     pair(blk, c, w, s);
     const size_t p = 4 * blk + c;
     for (size_t t = 0; t < kT; ++t) {
-      const __m512i x = _mm512_loadu_si512(a.xs8 + (t0 + t) * K + 64 * p);
+      const __m512i x = _mm512_loadu_si512(a.xs8 + (t0 + t) * a.ld8 + 64 * p);
       const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
-      const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + (t0 + t) * (K / 4) + 16 * p));
+      const __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(a.dx8 + (t0 + t) * (a.ld8 / 4) + 16 * p));
       acc[t][c % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t][c % 2]);
     }
   };
@@ -237,7 +237,7 @@ void dot_row_q4_k(const uint8_t* row, size_t K, const QuantActivations& a, size_
       const __m512i idx = _mm512_set_epi32(2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1,
                                            2 * c + 1, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c, 2 * c);
       for (size_t t = 0; t < kT; ++t) {
-        const __m512i x = _mm512_loadu_si512(a.xs8 + (t0 + t) * K + 256 * blk + 64 * c);
+        const __m512i x = _mm512_loadu_si512(a.xs8 + (t0 + t) * a.ld8 + 256 * blk + 64 * c);
         const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
         acc[t][c % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(idx, sx[t]), acc[t][c % 2]);
       }

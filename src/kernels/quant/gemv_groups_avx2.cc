@@ -388,7 +388,7 @@ const int32_t* q6_k_starts(const QuantActivations& a, size_t T, size_t K, size_t
 // The kernels over one task with lane sums formed by L.
 template <class L>
 void groups(const QuantGemvTask& g) {
-  const size_t K = size_t(g.w.cols), ld8 = (K + 63) / 64 * 64;
+  const size_t K = size_t(g.w.cols), ld8 = g.act.ld8;
   const QuantActivations& a = g.act;
   auto blocks32 = [&](auto fmt) {
     for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {

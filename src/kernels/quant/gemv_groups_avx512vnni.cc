@@ -260,7 +260,7 @@ void dot_group_iq4_xs(const uint8_t* group, size_t K, const QuantActivations& a,
 }  // namespace
 
 void quant_gemv_groups_vnni(const QuantGemvTask& g) {
-  const size_t K = size_t(g.w.cols), ld8 = (K + 63) / 64 * 64;
+  const size_t K = size_t(g.w.cols), ld8 = g.act.ld8;
   auto blocks32 = [&](auto fmt) {
     for_row_groups(g, [&](auto kT, const uint8_t* group, size_t t0, float* out) {
       dot_group<decltype(kT)::value, decltype(fmt)::value>(group, K, g.act, ld8, t0, out, 16);

@@ -11,9 +11,10 @@ namespace attnzoo {
 // Activation rows quantized once per call, llama.cpp's Q8 style: blocks of 32 with an f32 scale d = amax / 127
 // and values round(x / d) in [-127, 127], held as int16 (the width the pair products take), plus d times the sum
 // of each 16 and each 32 values (formats with a per-sub-block offset m: sum_k (s q_k + m) x_k = s q.x + m sum x).
-// Each route fills only what its rows read (quantize_rows in gemv.cc): the portable rows (gemv_kernels.cc) q, d,
-// dsum16, dsum32; the VNNI and AVX2 rows over GGUF blocks xs8, dx8, the lane sums, d, dsum16, dsum32; the regrouped
-// rows (gemv_groups_*.cc) xs8, d, dsum32, xsum16. The others are null (xsum16 is always written, with the sums).
+// A call fills only what its rows read (quantize_rows in gemv.cc; a shared call the union over its matrices' routes):
+// the portable rows (gemv_kernels.cc) q, d, dsum16, dsum32; the VNNI and AVX2 rows over GGUF blocks xs8, dx8, the
+// lane sums, d, dsum16, dsum32; the regrouped rows (gemv_groups_*.cc) xs8, d, dsum32, xsum16. The others are null
+// (xsum16 is always written, with the sums).
 struct QuantActivations {
   const int16_t* q;      // [T, K]: the portable rows only (null on the VNNI and AVX2 routes)
   // For the VNNI and AVX2 rows only (null otherwise): rows of K64 = K rounded up to 64, padded with zeros; "lane" = the 4
@@ -27,6 +28,9 @@ struct QuantActivations {
   const float* dsum16;   // [T, K / 16]
   const float* dsum32;   // [T, K / 32]
   const int32_t* xsum16;  // [T, K / 16]: the sum of each 16 q (the regrouped rows' offsets, row_groups.h)
+  // Row stride of xs8 (the lane arrays: ld8 / 4), K64 where quant_gemv quantizes; every row kernel indexes by it,
+  // never by K (which equals it only for K a multiple of 64).
+  size_t ld8;
 };
 
 struct QuantGemvTask {

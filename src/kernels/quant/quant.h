@@ -53,9 +53,11 @@ void dequantize_rows(const QuantMatrix& w, int64_t r0, int64_t nr, float* dst);
 void quant_gemv(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 void quant_gemv_f32(const QuantMatrix& w, const float* bias, const float* x, int64_t T, float* y, int64_t ldy);
 bool quant_gemv_has_int8(QuantType type);
-// quant_gemv of several matrices over the same x [T, cols] (q / k / v, gate / up): where every one takes the same
-// integer rows, x is quantized once and the rows of all of them (panels times token runs past 8 tokens) are split
-// over the pool in one dispatch; else quant_gemv one by one. Each y is bit for bit what quant_gemv writes.
+// quant_gemv of several matrices over the same x [T, cols] (q / k / v, gate / up): where every one has integer rows,
+// x is quantized once (the arrays every matrix's rows read: the 8-bit values are the same for all) and the rows of
+// all of them (panels times token runs past 8 tokens), each matrix on its own route (Q5_0's AVX2 rows beside
+// Q4_0's VNNI ones), are split over the pool in one dispatch; else quant_gemv one by one. Each y is bit for bit what
+// quant_gemv writes.
 struct QuantGemvOutput {
   const QuantMatrix* w;
   const float* bias;
