@@ -154,7 +154,10 @@ QuantizeSummary requantize_gguf(const std::string& src_path, const std::string& 
   if (const GgufValue* a = f->find("general.architecture"); a && a->type() == GgufType::STRING)
     summary.architecture = a->as_string("general.architecture");
   summary.tokenizer = f->has("tokenizer.ggml.model");
-  GgufWriter w(f->alignment());
+  // llama.cpp's 32-byte alignment whatever the source's: llama-quantize pads its output to 32 while copying a
+  // general.alignment key, so a source at 64 (attnzoo wrote those before) would hand it a file no reader accepts;
+  // requantizing such a file here is the way to mend it. The source's key is dropped: 32 is what readers assume.
+  GgufWriter w;
   // The file type's rules are settled over the whole file first (they count tensors), from the source's keys.
   QuantizeOptions resolved = o;
   {
@@ -183,7 +186,7 @@ QuantizeSummary requantize_gguf(const std::string& src_path, const std::string& 
 
   bool file_type = false, version = false;
   for (const auto& [key, value] : f->metadata()) {
-    if (key.starts_with("split.") || (key == "general.alignment" && w.has_key(key))) continue;
+    if (key.starts_with("split.") || key == "general.alignment") continue;
     if (key == "general.file_type") {
       w.add_u32(key, llama_file_type(o.policy));
       file_type = true;

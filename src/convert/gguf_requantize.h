@@ -1,8 +1,8 @@
 #pragma once
 // attnzoo quantize with a GGUF file as its source, as llama-quantize runs (GGUF in, GGUF out): every metadata key
 // copied in order and byte for byte (tokenizer, chat template) but general.file_type (the new main type) and
-// general.quantization_version (present when a tensor is block-quantized), split.* dropped; tensors in the same
-// order, names and shapes at the source's general.alignment, each one's type chosen by TensorPolicy from its GGUF
+// general.quantization_version (present when a tensor is block-quantized), split.* and general.alignment dropped;
+// tensors in the same order, names and shapes at llama.cpp's 32-byte alignment whatever the source's, each one's type chosen by TensorPolicy from its GGUF
 // name as the Hugging Face path chooses it, except the small 2-D tensors llama-quantize never quantizes (routers,
 // conv kernels, SSM A / D, RWKV-7's LoRAs and mixes), which keep their stored type as there, and gpt-oss's MXFP4
 // experts, kept as the Hugging Face path keeps an MXFP4 checkpoint's (llama-quantize would requantize them).

@@ -130,6 +130,36 @@ TEST(GgufRequantize, EachTensorByThePolicyMetadataKept) {
   EXPECT_EQ(bytes_of(GgufFile::open(out).tensor("blk.0.ffn_down.weight")), s.down_q8);
 }
 
+// A file at 64-byte lines with general.alignment 64 (what attnzoo exported before) comes out at llama.cpp's 32 with
+// no key, its tensors' bytes those of the 32-aligned source's output: llama-quantize, which copies the key but pads
+// to 32, can then read what it writes from it.
+TEST(GgufRequantize, AnyAlignmentWrittenAtLlamaCppsThirtyTwo) {
+  ScratchDir dir;
+  const std::string plain = (dir.path() / "plain.gguf").string(), wide = (dir.path() / "wide.gguf").string();
+  const std::string plain_out = (dir.path() / "plain_out.gguf").string(),
+                    wide_out = (dir.path() / "wide_out.gguf").string();
+  Source s;
+  write(plain, s.spec);
+  s.spec.alignment = 64;
+  s.spec.kvs.push_back(kv_scalar<uint32_t>("general.alignment", 4, 64));
+  write(wide, s.spec);
+  ASSERT_EQ(GgufFile::open(wide).alignment(), 64u);
+  QuantizeOptions o;
+  o.policy.type = QuantType::Q8_0;
+  requantize_gguf(plain, plain_out, o);
+  requantize_gguf(wide, wide_out, o);
+  const GgufFile a = GgufFile::open(plain_out), b = GgufFile::open(wide_out);
+  EXPECT_EQ(b.alignment(), 32u);
+  EXPECT_FALSE(b.has("general.alignment"));
+  ASSERT_EQ(b.metadata().size(), a.metadata().size());
+  ASSERT_EQ(b.tensors().size(), a.tensors().size());
+  for (size_t i = 0; i < a.tensors().size(); ++i) {
+    EXPECT_EQ(b.tensors()[i].offset % 32, 0u) << b.tensors()[i].name;
+    EXPECT_EQ(bytes_of(b.tensors()[i]), bytes_of(a.tensors()[i])) << a.tensors()[i].name;
+  }
+  EXPECT_EQ(std::filesystem::file_size(wide_out), std::filesystem::file_size(plain_out));
+}
+
 TEST(GgufRequantize, BadSourcesNamed) {
   ScratchDir dir;
   const std::string src = (dir.path() / "in.gguf").string(), out = (dir.path() / "out.gguf").string();
