@@ -282,6 +282,29 @@ TEST(MixerInputSharing, FalconH1ParallelBranches) {
     }
 }
 
+// Seven rounds of `pieces` through `mixer` with input sharing off then on: per call, the time of each, the 8-bit
+// quantizations each made and the time ratio (the disabled benches below).
+void time_sharing_off_on(const SequenceMixer& mixer, const float* x, int64_t hidden, const std::vector<int64_t>& pieces,
+                         const char* label) {
+  const double calls = double(pieces.size());
+  for (int round = 0; round < 7; ++round) {
+    double s[2];
+    uint64_t q[2];
+    for (int shared = 0; shared < 2; ++shared) {
+      Linear::set_sharing(shared == 1);
+      const uint64_t q0 = quant_gemv_quantizations();
+      const auto t0 = std::chrono::steady_clock::now();
+      testing::run_mixer_pieces(mixer, x, hidden, pieces);
+      s[shared] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      q[shared] = (quant_gemv_quantizations() - q0) / uint64_t(calls);
+    }
+    Linear::set_sharing(true);
+    std::printf("%s round %d: unshared %.3f ms/call (%llu quantizations), shared %.3f ms/call (%llu), ratio %.3f\n",
+                label, round, 1e3 * s[0] / calls, (unsigned long long)q[0], 1e3 * s[1] / calls,
+                (unsigned long long)q[1], s[1] / s[0]);
+  }
+}
+
 // Decode steps and a prefill of a Falcon-H1-0.5B-shaped layer (hidden 1024; attention 8 heads, 2 KV heads of 64;
 // Mamba-2 24 heads of 64, state 128; Q4_K), one input scale for both branches, sharing off / on alternated: the
 // time ratio and the quantizations per call. Timings, so disabled; run with --gtest_also_run_disabled_tests
@@ -298,23 +321,7 @@ TEST(MixerInputSharing, DISABLED_BenchFalconH1Layer) {
   ScopedMatmulPrecision scope(MatmulPrecision::automatic);
   for (const auto& [name, pieces] : {std::pair{"decode", std::vector<int64_t>(size_t(steps), 1)},
                                      std::pair{"prefill", std::vector<int64_t>{prompt}}}) {
-    const double calls = double(pieces.size());
-    for (int round = 0; round < 7; ++round) {
-      double s[2];
-      uint64_t q[2];
-      for (int shared = 0; shared < 2; ++shared) {
-        Linear::set_sharing(shared == 1);
-        const uint64_t q0 = quant_gemv_quantizations();
-        const auto t0 = std::chrono::steady_clock::now();
-        testing::run_mixer_pieces(*layer, x.view.ptr<float>(), hidden, pieces);
-        s[shared] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        q[shared] = (quant_gemv_quantizations() - q0) / uint64_t(calls);
-      }
-      Linear::set_sharing(true);
-      std::printf("%s round %d: unshared %.3f ms/call (%llu quantizations), shared %.3f ms/call (%llu), ratio %.3f\n",
-                  name, round, 1e3 * s[0] / calls, (unsigned long long)q[0], 1e3 * s[1] / calls,
-                  (unsigned long long)q[1], s[1] / s[0]);
-    }
+    time_sharing_off_on(*layer, x.view.ptr<float>(), hidden, pieces, name);
   }
 }
 
@@ -382,22 +389,7 @@ TEST(MixerInputSharing, DISABLED_BenchKdaDecode) {
   HostTensor x(DType::f32, {steps, hidden}, 5, 0.01f);
   const std::vector<int64_t> pieces(size_t(steps), 1);
   ScopedMatmulPrecision scope(MatmulPrecision::automatic);
-  for (int round = 0; round < 7; ++round) {
-    double s[2];
-    uint64_t q[2];
-    for (int shared = 0; shared < 2; ++shared) {
-      Linear::set_sharing(shared == 1);
-      const uint64_t q0 = quant_gemv_quantizations();
-      const auto t0 = std::chrono::steady_clock::now();
-      testing::run_mixer_pieces(m, x.view.ptr<float>(), hidden, pieces);
-      s[shared] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      q[shared] = (quant_gemv_quantizations() - q0) / uint64_t(steps);
-    }
-    Linear::set_sharing(true);
-    std::printf("round %d: unshared %.2f ms/step (%llu quantizations), shared %.2f ms/step (%llu), ratio %.3f\n",
-                round, 1e3 * s[0] / steps, (unsigned long long)q[0], 1e3 * s[1] / steps, (unsigned long long)q[1],
-                s[1] / s[0]);
-  }
+  time_sharing_off_on(m, x.view.ptr<float>(), hidden, pieces, "decode");
 }
 
 }  // namespace
