@@ -21,7 +21,7 @@ void transpose_cuda(const Transpose& t, Stream stream) {
   if (rows == 0 || cols == 0) return;
   const TransposeParams p{t.src.ptr<const float>(), t.dst.ptr<float>(), rows, cols, t.src.strides[0],
                           t.dst.strides[0]};
-  const dim3 grid(grid_for(cols, kTransposeThreads), grid_rows(rows));
+  const dim3 grid = transpose_grid(rows, cols);
   const DeviceGuard on(t.src.device);
   transpose_kernel<<<grid, kTransposeThreads, 0, static_cast<cudaStream_t>(stream.handle)>>>(p);
   cuda_check(cudaGetLastError(), "transpose_kernel launch");

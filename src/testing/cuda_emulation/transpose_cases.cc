@@ -32,7 +32,8 @@ void check_transpose(const TransposeCase& c, uint64_t seed) {
   const std::vector<uint8_t> dst_before = dst.host;
   const TransposeParams p{src.device_ptr<const float>() + c.src_col, dst.device_ptr<float>(), c.rows, c.cols,
                           c.src_stride, c.dst_stride};
-  const dim3 grid(capped(grid_for(c.cols, kTransposeThreads), 2), capped(unsigned(c.rows), 3));
+  const dim3 full = transpose_grid(c.rows, c.cols);
+  const dim3 grid(capped(full.x, 2), capped(full.y, 3));
   cuda_emulation::launch(grid, kTransposeThreads, 0, [&](unsigned char*) { transpose_rows(p); });
   dst.download();
 
@@ -47,8 +48,13 @@ void check_transpose(const TransposeCase& c, uint64_t seed) {
 }
 
 TEST(EmulatedTranspose, TokenRowsToChannelsAndBack) {
-  // Contiguous [7, 600] into [600, 7]: three x-blocks of columns over two rounds, rows over three y-blocks.
+  // Contiguous [7, 600] into [600, 7]: 19 column tiles over two x-blocks, one partial row tile.
   check_transpose({7, 600, 600, 0, 7}, 1);
+  // A prompt-sized block: 7 row tiles over three y-blocks and 3 column tiles over two x-blocks, the last of each
+  // partial, from a column slice into padded destination rows.
+  check_transpose({200, 70, 75, 3, 203}, 6);
+  // Whole tiles only: [64, 96], two rounds in x.
+  check_transpose({64, 96, 96, 0, 64}, 7);
   // The z half of fused [x | z] rows: a column slice at an offset.
   check_transpose({5, 40, 80, 40, 5}, 2);
   // B out of [dt | B | C] rows, odd widths, into padded destination rows.
