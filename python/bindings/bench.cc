@@ -69,25 +69,28 @@ nb::dict config_dict(Scale s) {
 }  // namespace
 
 void bind_bench(nb::module_& m) {
-  auto bind_peak = [&m](const char* name, FmaPeak (*measure)(double, int), const char* doc) {
+  auto peak_dict = [](const FmaPeak& p) {
+    nb::dict d;
+    d["gflops"] = p.gflops;
+    d["gflops_per_thread"] = p.gflops_per_thread;
+    d["threads"] = p.threads;
+    d["lanes"] = p.lanes;
+    d["chains"] = p.chains;
+    d["target"] = target_name(p.target);
+    d["seconds"] = p.seconds;
+    d["runs"] = p.runs;
+    d["avx_vnni"] = p.avx_vnni;
+    return d;
+  };
+  auto bind_peak = [&m, peak_dict](const char* name, FmaPeak (*measure)(double, int), const char* doc) {
     m.def(name,
-          [measure](double seconds, int runs) {
+          [measure, peak_dict](double seconds, int runs) {
             FmaPeak p;
             {
               KernelScope scope;
               p = measure(seconds, runs);
             }
-            nb::dict d;
-            d["gflops"] = p.gflops;
-            d["gflops_per_thread"] = p.gflops_per_thread;
-            d["threads"] = p.threads;
-            d["lanes"] = p.lanes;
-            d["chains"] = p.chains;
-            d["target"] = target_name(p.target);
-            d["seconds"] = p.seconds;
-            d["runs"] = p.runs;
-            d["avx_vnni"] = p.avx_vnni;
-            return d;
+            return peak_dict(p);
           },
           nb::arg("seconds") = 0.25, nb::arg("runs") = 3, doc);
   };
@@ -102,10 +105,20 @@ void bind_bench(nb::module_& m) {
   bind_peak("measure_vnni_int8_peak", measure_vnni_int8_peak,
             "8-bit integer product (vpdpbusd) throughput on every thread, in giga-operations as 'gflops'; 0 where "
             "the CPU lacks AVX-512 VNNI or the target is below AVX-512.");
-  bind_peak("measure_avx2_int8_peak", measure_avx2_int8_peak,
-            "8-bit integer product throughput of the AVX2 integer rows (vpmaddubsw + vpmaddwd + vpaddd per 32 "
-            "products, or AVX-VNNI's vpdpbusd where those rows use it: 'avx_vnni') on every thread; 0 where the "
-            "VNNI rows run (measure_vnni_int8_peak) or no AVX2 / AVX-512 target is active.");
+  m.def(
+      "measure_avx2_int8_peak",
+      [peak_dict](double seconds, int runs, bool avx_vnni) {
+        FmaPeak p;
+        {
+          KernelScope scope;
+          p = measure_avx2_int8_peak(seconds, runs, avx_vnni);
+        }
+        return peak_dict(p);
+      },
+      nb::arg("seconds") = 0.25, nb::arg("runs") = 3, nb::arg("avx_vnni") = false,
+      "8-bit integer product throughput of the AVX2 integer rows (vpmaddubsw + vpmaddwd + vpaddd per 32 products; "
+      "with avx_vnni=True, the regrouped rows' AVX-VNNI vpdpbusd where the CPU has it: the result's 'avx_vnni') on "
+      "every thread; 0 where no AVX2 / AVX-512 target is active (the scalar target).");
   m.def("measure_memory_bandwidth",
         [](int64_t bytes, int runs) {
           MemoryBandwidth b;

@@ -62,7 +62,7 @@ def test_the_choice(files, prompt_int8):
     rows = resolve_formats(files["q4_0"])
     assert (rows["prefill_products"], rows["decode_activations"]) == ("int8", "int8")
     # The rows this CPU and target run them on (the VNNI rows on AVX-512 VNNI, the AVX2 rows on other x86 targets).
-    assert rows["int8_rows"] in ("VNNI", "AVX2", "portable") and rows["int8_prompt_max_tokens"] is None
+    assert rows["int8_rows"] in ("VNNI", "AVX2", "AVX-VNNI", "portable") and rows["int8_prompt_max_tokens"] is None
     assert f"{rows['int8_rows']} integer rows" in rows["products_reason"]
     assert resolve_formats(files["bf16"])["prefill_products"] == bf16["prefill_products"]
     assert all(choice[k] for choice in (q4, bf16, f32) for k in ("weights_reason", "kv_cache_reason", "products_reason"))

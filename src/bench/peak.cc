@@ -194,13 +194,13 @@ FmaPeak measure_vnni_int8_peak(double seconds_per_run, int runs) {
   return r;
 }
 
-FmaPeak measure_avx2_int8_peak(double seconds_per_run, int runs) {
+FmaPeak measure_avx2_int8_peak(double seconds_per_run, int runs, bool avx_vnni) {
   FmaPeak r;
   r.target = active_target();
   if (!quant_gemv_avx2_enabled()) return r;
   r.lanes = 32;  // byte products per step
   r.chains = 12;
-  r.avx_vnni = quant_gemv_groups_avx_vnni_enabled();
+  r.avx_vnni = avx_vnni && quant_gemv_groups_avx_vnni_enabled();
   run_peak_probe(seconds_per_run, runs, 2.0 * r.chains * r.lanes, r.avx_vnni ? AvxVnniInt8Chains : Avx2Int8Chains, r);
   return r;
 }

@@ -42,10 +42,11 @@ FmaPeak measure_amx_bf16_peak(double seconds_per_run = 0.25, int runs = 3);
 // is false.
 FmaPeak measure_vnni_int8_peak(double seconds_per_run = 0.25, int runs = 3);
 // The same on the AVX2 integer rows (32 byte products per step, `lanes`), the ceiling of prompts on them (AVX2
-// CPUs, AVX-512 ones without VNNI, the Q5 formats everywhere): vpmaddubsw + vpmaddwd + vpaddd per step, or
-// AVX-VNNI's vpdpbusd where quant_gemv_groups_avx_vnni_enabled() (`avx_vnni`); gflops stays 0 where no AVX2 or
-// AVX-512 target is active (quant_gemv_avx2_enabled()).
-FmaPeak measure_avx2_int8_peak(double seconds_per_run = 0.25, int runs = 3);
+// CPUs, AVX-512 ones without VNNI, the Q5 formats everywhere): vpmaddubsw + vpmaddwd + vpaddd per step; with
+// `avx_vnni` (the regrouped rows, which use it) AVX-VNNI's vpdpbusd where quant_gemv_groups_avx_vnni_enabled(),
+// reported in the result's `avx_vnni`. gflops stays 0 where no AVX2 or AVX-512 target is active
+// (quant_gemv_avx2_enabled()).
+FmaPeak measure_avx2_int8_peak(double seconds_per_run = 0.25, int runs = 3, bool avx_vnni = false);
 
 // Streams a `bytes` buffer (pick several times the L3 size) through every thread, best of `runs`.
 MemoryBandwidth measure_memory_bandwidth(int64_t bytes, int runs = 3);

@@ -5,6 +5,8 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/quant_type.h"
+#include "kernels/quant/gemv_kernels.h"
+#include "kernels/quant/row_groups.h"
 #include "layers/linear.h"
 #include "loader/config.h"
 #include "loader/gguf.h"
@@ -87,7 +89,10 @@ void choose_products(const CheckpointFormats& c, MatmulPrecision precision, cons
                                                                      : " with bf16-held weights")
                                                         : "");
   const std::string rows = "8-bit activations on the " + routes.int8_rows + " integer rows";
-  if (int8_prompts) {
+  if (int8_prompts && routes.int8_forced) {
+    f.products_reason += ", " + rows + " for several tokens (forced by ATTNZOO_PROMPT_INT8=1, whether or not they "
+                         "beat the panels on this CPU class)";
+  } else if (int8_prompts) {
     f.products_reason += ", " + rows + " for several tokens (fewer CPU seconds than the " +
                          std::string(routes.bf16_tiles ? "bf16" : "f32") +
                          " panels on this CPU class; ATTNZOO_PROMPT_INT8=0 keeps the panels)";
@@ -176,7 +181,13 @@ FormatChoice resolve_formats(const CheckpointFormats& checkpoint, const FormatRe
   routes.bf16_tiles = bf16_tiles_enabled();
   if (checkpoint.blocked) {
     routes.int8_prompt_max_tokens = linear_prompt_int8_max_tokens(checkpoint.block_type);
-    routes.int8_rows = int8_rows_engine_name(prompt_int8_rows_engine(checkpoint.block_type));
+    const Int8RowsEngine engine = prompt_int8_rows_engine(checkpoint.block_type);
+    // The regrouped AVX2 rows multiply with AVX-VNNI's vpdpbusd where the CPU has it; `bench model` rates a prompt
+    // on them against that instruction's peak, the other AVX2 rows against vpmaddubsw + vpmaddwd's.
+    const bool avx_vnni = engine == Int8RowsEngine::avx2 && row_groups_format(checkpoint.block_type) &&
+                          quant_gemv_groups_avx_vnni_enabled();
+    routes.int8_rows = avx_vnni ? "AVX-VNNI" : int8_rows_engine_name(engine);
+    routes.int8_forced = linear_prompt_int8_rows() == PromptInt8Rows::on;
   }
   return resolve_formats(checkpoint, request, matmul_precision(), routes);
 }

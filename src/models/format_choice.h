@@ -56,7 +56,8 @@ struct ProductRoutes {
   // Prompts over the checkpoint's blocks up to this many tokens take the integer rows (0: none,
   // kPromptInt8EveryLength: all; linear_prompt_int8_max_tokens of its block_type), which int8_rows names.
   int64_t int8_prompt_max_tokens = 0;
-  std::string int8_rows = "VNNI";
+  std::string int8_rows = "VNNI";  // "VNNI", "AVX2", "AVX-VNNI" (the regrouped AVX2 rows on it), "portable"
+  bool int8_forced = false;        // ATTNZOO_PROMPT_INT8=1 sends every prompt there, whatever the CPU class
 };
 
 // The choice itself, from its inputs alone (tests give every combination). ArgumentError naming dtype /

@@ -42,6 +42,20 @@ TEST(FormatChoiceRoutes, EveryLengthOnTheRowsReadsInt8) {
   EXPECT_TRUE(has(a.products_reason, "than the f32 panels")) << a.products_reason;
 }
 
+// ATTNZOO_PROMPT_INT8=1 sends every prompt to the rows on any class (the portable ones included): the description
+// says the setting chose them, not that they are faster here.
+TEST(FormatChoiceRoutes, ForcedRowsSayTheSettingChoseThem) {
+  ProductRoutes r;
+  r.int8_prompt_max_tokens = kPromptInt8EveryLength;
+  r.int8_rows = "portable";
+  r.int8_forced = true;
+  const FormatChoice f = resolve_formats(gguf_blocks(QuantType::IQ4_NL), {}, MatmulPrecision::automatic, r);
+  EXPECT_EQ(f.prefill_products, "int8");
+  EXPECT_TRUE(has(f.products_reason, "portable integer rows for several tokens (forced by ATTNZOO_PROMPT_INT8=1"))
+      << f.products_reason;
+  EXPECT_FALSE(has(f.products_reason, "fewer CPU seconds")) << f.products_reason;
+}
+
 // Rows up to a length (Q5_0 on the AVX2 rows): the panels' products, and the description gives the bound.
 TEST(FormatChoiceRoutes, ShortPromptsOnTheRowsNameTheBound) {
   ProductRoutes r;

@@ -168,7 +168,7 @@ def better_peaks(first, second):
     fma["samples"] = [first["fma"]["gflops"], second["fma"]["gflops"]]
     memory["samples"] = [first["memory"]["gbps"], second["memory"]["gbps"]]
     out = {"fma": fma, "memory": memory}
-    for key in ("bf16_dot", "amx_bf16", "vnni_int8", "avx2_int8"):
+    for key in ("bf16_dot", "amx_bf16", "vnni_int8", "avx2_int8", "avx_vnni_int8"):
         if key in first and key in second:
             out[key] = max(first[key], second[key], key=lambda d: d["gflops"])
     return out

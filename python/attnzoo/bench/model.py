@@ -335,13 +335,16 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
     fma, bandwidth = peaks["fma"]["gflops"], peaks["memory"]["gbps"]
     products, int8_rows = prompt_products(info["formats"], prompt)
     # The engine's ceiling: AMX tiles where they run, else vdpbf16ps; for the integer rows vpdpbusd (VNNI), the
-    # AVX2 rows' vpmaddubsw + vpmaddwd (or AVX-VNNI), the f32 FMA peak for the portable int16 rows.
+    # AVX2 rows' vpmaddubsw + vpmaddwd (AVX-VNNI's vpdpbusd for the regrouped ones where the CPU has it), the f32
+    # FMA peak for the portable int16 rows.
     ceiling = {"bf16": bf16_peak_name(),
-               "int8": {"VNNI": "vnni_int8", "AVX2": "avx2_int8"}.get(int8_rows, "fma")}.get(products, "fma")
+               "int8": {"VNNI": "vnni_int8", "AVX2": "avx2_int8",
+                        "AVX-VNNI": "avx_vnni_int8"}.get(int8_rows, "fma")}.get(products, "fma")
     if ceiling != "fma":
         p = config["probes"]
         probe = {"amx_bf16": _core.measure_amx_bf16_peak, "bf16_dot": _core.measure_bf16_dot_peak,
-                 "vnni_int8": _core.measure_vnni_int8_peak, "avx2_int8": _core.measure_avx2_int8_peak}[ceiling]
+                 "vnni_int8": _core.measure_vnni_int8_peak, "avx2_int8": _core.measure_avx2_int8_peak,
+                 "avx_vnni_int8": lambda s, r: _core.measure_avx2_int8_peak(s, r, avx_vnni=True)}[ceiling]
         peaks[ceiling] = max((probe(p["fma_seconds"], p["fma_runs"]) for _ in range(2)), key=lambda d: d["gflops"])
 
     prefill_s = float(np.median(prefill_times))
@@ -402,7 +405,7 @@ def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=N
 
 def prompt_products(formats, prompt):
     """(products, int8 rows) a prompt of `prompt` tokens runs on, from Model.inspect()'s formats: "int8" with the
-    rows ("VNNI", "AVX2", "portable") where prompts of that length take the integer rows (every length, or up to
+    rows ("VNNI", "AVX2", "AVX-VNNI", "portable") where prompts of that length take the integer rows (every length, or up to
     formats["int8_prompt_max_tokens"]), else the panels' "f32" / "bf16" and ""."""
     rows, limit = formats.get("int8_rows") or "", formats.get("int8_prompt_max_tokens") or 0
     if formats["prefill_products"] == "int8":

@@ -5,8 +5,8 @@ from . import llama_bench as llama
 
 
 # The instructions behind each integer-row ceiling (bench/model.py picks it from the rows that ran).
-_INT8_ENGINES = {"vnni_int8": "vpdpbusd", "avx2_int8": "vpmaddubsw + vpmaddwd, or AVX-VNNI",
-                 "fma": "f32 FMA: the portable int16 rows"}
+_INT8_ENGINES = {"vnni_int8": "vpdpbusd", "avx2_int8": "vpmaddubsw + vpmaddwd",
+                 "avx_vnni_int8": "AVX-VNNI vpdpbusd", "fma": "f32 FMA: the portable int16 rows"}
 
 
 def format_report(doc):
