@@ -69,7 +69,9 @@ std::optional<QuantType> override_type(const TensorPolicy& p, const std::string&
   for (const std::string& pattern : p.keep)
     if (matches(pattern, gguf_name, "keep (--keep)")) return source;
   if (gguf_name == "output.weight" && p.output_type) return p.output_type;
-  if (gguf_name == "token_embd.weight" && p.token_embedding_type) return p.token_embedding_type;
+  // Gemma 3n's per-layer embedding table is a token embedding to llama-quantize as well.
+  if ((gguf_name == "token_embd.weight" || gguf_name == "per_layer_token_embd.weight") && p.token_embedding_type)
+    return p.token_embedding_type;
   return std::nullopt;
 }
 

@@ -32,7 +32,7 @@ struct TensorPolicy {
   const FileMixture* mixture = nullptr;              // --type naming a mixture (set_file_type)
   bool pure = false;                                 // --pure
   std::optional<QuantType> output_type;              // --output-tensor-type
-  std::optional<QuantType> token_embedding_type;     // --token-embedding-type
+  std::optional<QuantType> token_embedding_type;     // --token-embedding-type (per_layer_token_embd too)
   std::vector<std::pair<std::string, QuantType>> tensor_types;  // --tensor-type PATTERN=TYPE
   std::vector<std::string> keep;                     // --keep PATTERN
   std::map<std::string, QuantType> mixture_types;    // resolve_mixture's result, by GGUF name (single types too)

@@ -63,6 +63,7 @@ TEST(TensorPolicy, OverridesInOrderOfStrength) {
   EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 256}, Q::F32), Q::Q5_K);
   EXPECT_EQ(choose_tensor_type(p, "output.weight", {320, 64}, Q::F32), Q::Q5_1);  // an override falls back too
   EXPECT_EQ(choose_tensor_type(p, "token_embd.weight", {320, 64}, Q::F32), Q::F16);
+  EXPECT_EQ(choose_tensor_type(p, "per_layer_token_embd.weight", {320, 64}, Q::F32), Q::F16);
   EXPECT_EQ(choose_tensor_type(p, "blk.0.attn_norm.weight", {64}, Q::F32), Q::F32);  // 1-D whatever the patterns
   p.tensor_types = {{"(", Q::Q8_0}};
   EXPECT_THROW(choose_tensor_type(p, "x.weight", {64, 64}, Q::F32), ArgumentError);
