@@ -53,8 +53,8 @@ class ThreadPool {
   void parallel_for(int64_t num_tasks, const TaskFn& fn);
 
   // Jobs handed to worker threads (parallel_for calls with more than one task, outside a task, on a pool of more
-  // than one thread), by any pool, since the process started: each wakes the workers and waits for the slowest,
-  // the fixed cost a decode step pays per dispatch.
+  // than one thread), by any pool, since the process started: each wakes the workers and waits for those that
+  // joined it to finish their tasks, the fixed cost a decode step pays per dispatch.
   static uint64_t dispatch_count();
 
   // The process-wide pool: ATTNZOO_THREADS, else the cores this process may use.
@@ -118,7 +118,7 @@ class ThreadPool {
   const TaskFn* job_ = nullptr;  // the submitting call's argument, alive until its tasks are done
   int64_t num_tasks_ = 0;
   std::atomic<int64_t> next_task_{0};
-  std::atomic<int> active_{0};  // workers still running the current job
+  std::atomic<int> active_{0};  // the current job's joined workers still in it, minus kClosed once closed (threads.cc)
   std::atomic<bool> cancelled_{false};
   std::atomic<uint64_t> generation_{0};  // bumped once per job, after its fields are written
   std::atomic<int> sleepers_{0};

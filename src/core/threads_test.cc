@@ -97,11 +97,11 @@ TEST(ThreadPool, NestedLoopsNeverThrowInsideTasks) {
 }
 
 // Workers join a job only while it is open, and the submitter closes it once no task is left: a worker that wakes
-// late (more threads than CPUs here, so they sleep instead of spinning) finds the job closed and must neither run
-// its tasks nor be waited for. Two submitters back to back, thousands of short jobs: every task exactly once, on
-// a worker index in range, and only while its own job is running.
+// late (more threads than CPUs on any machine, so they sleep instead of spinning) finds the job closed and must
+// neither run its tasks nor be waited for. Two submitters back to back, thousands of short jobs: every task exactly
+// once, on a worker index in range, and only while its own job is running.
 TEST(ThreadPool, LateWorkersNeverRunAClosedJob) {
-  ThreadPool pool(4);
+  ThreadPool pool(int(std::thread::hardware_concurrency()) + 2);
   std::atomic<int> misplaced{0};
   auto submitter = [&](int seed) {
     std::vector<std::atomic<int>> runs(16);
