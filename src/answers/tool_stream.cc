@@ -82,7 +82,7 @@ constexpr std::string_view kMistralArgs = "[ARGS]";
 void ToolCallStream::offer(size_t i, std::string_view name, std::string_view arguments, ToolStreamStep& out) {
   if (name.empty() || !(parallel_ || i == 0) || i > sent_.size()) return;
   if (i == sent_.size()) {
-    sent_.push_back({new_tool_call_id(format_), std::string(arguments)});
+    sent_.push_back({new_tool_call_id(format_), std::string(name), std::string(arguments)});
     out.calls.push_back({i, true, sent_[i].id, std::string(name), std::string(arguments)});
     return;
   }
@@ -279,19 +279,25 @@ void ToolCallStream::read_mistral_args(ToolStreamStep& out) {
 }
 
 void ToolCallStream::send(const std::vector<Partial>& calls, ToolStreamStep& out) {
-  for (size_t i = 0; i < calls.size() && (parallel_ || i == 0); ++i) {
-    const Partial& c = calls[i];
+  // The stream announces calls in the answer's order and stops at the first it cannot read, so the sent calls the
+  // whole answer keeps come first and in order; a sent call no whole call continues went stale (an empty `sent`
+  // extends every text: the name, and Kimi's id, tell the calls apart).
+  size_t next = 0;  // the first sent call not yet matched
+  for (size_t k = 0; k < calls.size() && (parallel_ || k == 0); ++k) {
+    const Partial& c = calls[k];
     if (c.name.empty()) return;  // calls are announced in order, each once its name is whole
-    if (i == sent_.size()) {
-      sent_.push_back({c.id.empty() ? new_tool_call_id(format_) : c.id, c.arguments});
-      out.calls.push_back({i, true, sent_[i].id, c.name, c.arguments});
-      continue;
-    }
-    std::string& sent = sent_[i].arguments;
-    if (c.arguments.size() > sent.size() && c.arguments.starts_with(sent)) {
-      out.calls.push_back({i, false, "", "", c.arguments.substr(sent.size())});
+    const auto same = [&c](const Sent& s) {
+      return s.name == c.name && (c.id.empty() || s.id == c.id) && c.arguments.starts_with(s.arguments);
+    };
+    while (next < sent_.size() && !same(sent_[next])) ++next;
+    if (next == sent_.size()) {  // not sent: whole, at a new index (after any stale one)
+      sent_.push_back({c.id.empty() ? new_tool_call_id(format_) : c.id, c.name, c.arguments});
+      out.calls.push_back({next, true, sent_[next].id, c.name, c.arguments});
+    } else if (std::string& sent = sent_[next].arguments; c.arguments.size() > sent.size()) {
+      out.calls.push_back({next, false, "", "", c.arguments.substr(sent.size())});
       sent = c.arguments;
     }
+    ++next;
   }
 }
 
@@ -331,7 +337,7 @@ ToolStreamStep ToolCallStream::push(std::string_view text) {
     for (SectionCallStream::Delta& d : sections_.feed(definite())) {
       if (!parallel_ && d.index > 0) break;
       if (d.first) {
-        sent_.push_back({d.id.empty() ? new_tool_call_id(format_) : d.id, d.arguments});
+        sent_.push_back({d.id.empty() ? new_tool_call_id(format_) : d.id, d.name, d.arguments});
         out.calls.push_back({d.index, true, sent_.back().id, std::move(d.name), std::move(d.arguments)});
       } else {
         sent_.at(d.index).arguments += d.arguments;
@@ -365,6 +371,8 @@ ToolStreamStep ToolCallStream::finish() {
   for (const ToolCall& c : a.calls)
     calls.push_back({c.name, c.arguments, format_ == ToolFormat::kimi_k2 ? c.id : std::string()});
   send(calls, out);
+  finished_ = true;
+  whole_called_ = !a.calls.empty();
   return out;
 }
 

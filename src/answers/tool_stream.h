@@ -12,7 +12,12 @@
 // The content before the calls streams as it comes (ToolCallStream::push); the answer is read whole when the
 // choice ends (finish): whatever that reading has beyond what was sent goes out then (content after the calls,
 // the rest of every call). Where that reading turns calls already sent into content (a later block malformed, an
-// answer cut inside a call), a stream cannot take them back: they stay sent, and the content follows.
+// answer cut inside a call, a DeepSeek / Kimi block announced and then broken), a stream cannot take them back:
+// they stay sent, as far as they went, and the content follows. A client joins deltas by index, so a sent call is
+// only continued by the whole answer's call that is the same call (its name, Kimi's own id, arguments that extend
+// the sent text): the whole answer's calls after one that went stale go out whole at new indices, after every
+// index used. What a client assembles is then the whole answer's calls, in order, among the stale ones (never one
+// call's name with another's arguments), and the finish_reason is the whole answer's (called()).
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -45,7 +50,10 @@ class ToolCallStream {
   ToolStreamStep push(std::string_view text);
   // The choice's end: the answer read whole (read_answer), its remainder sent.
   ToolStreamStep finish();
-  bool called() const { return !sent_.empty(); }
+  // Whether the choice calls tools ("tool_calls" for a finished answer): once finished, whether the whole answer's
+  // reading has calls, as the whole response reports it, stale calls sent before or not; until then, whether a
+  // call went out.
+  bool called() const { return finished_ ? whole_called_ : !sent_.empty(); }
 
  private:
   struct Partial {
@@ -67,7 +75,8 @@ class ToolCallStream {
   // arguments have beyond what was sent (a call's reading only grows: its object's text as written, or a value's
   // reading once whole).
   void offer(size_t index, std::string_view name, std::string_view arguments, ToolStreamStep& out);
-  // finish: the whole answer's calls, each announced or completed as far as it was not sent.
+  // finish: the whole answer's calls, each completed where it was sent (the same call) or announced whole at the
+  // next new index.
   void send(const std::vector<Partial>& calls, ToolStreamStep& out);
 
   ToolFormat format_;
@@ -79,10 +88,12 @@ class ToolCallStream {
   size_t content_sent_ = 0;
   size_t lead_ = 0;  // Llama 3.x, pythonic: the answer's leading whitespace, read once
   bool python_tag_ = false;  // Llama 3.x: its <|python_tag|> read
+  // Per index, the call a client has assembled: what finish may continue it with must be the same call.
   struct Sent {
-    std::string id, arguments;
+    std::string id, name, arguments;
   };
   std::vector<Sent> sent_;
+  bool finished_ = false, whole_called_ = false;
   size_t settled_ = 0;  // calls no later text can change (all sent by the push that settled them)
   static constexpr size_t npos = std::string_view::npos;
   // lead: before the first call (Hermes: the open block's body before its '{'); next: a call object may begin at

@@ -3,7 +3,9 @@
 // every three-piece split of the shorter ones and random chunkings; the content deltas concatenate to the whole
 // answer's content, each call is announced once, in order, with the whole answer's name (and Kimi's own id), and its
 // argument fragments concatenate to the whole answer's arguments byte for byte; fed a byte at a time, every
-// argument byte goes out before the choice ends.
+// argument byte goes out before the choice ends. Where the whole answer rules out a call already announced, what a
+// client joins from the deltas is the whole answer's calls among that stale one, never a call the answer does not
+// make, and the finish_reason is the whole answer's.
 #include "answers/tool_stream.h"
 
 #include <gtest/gtest.h>
@@ -28,6 +30,7 @@ struct Streamed {
   std::vector<std::string> names, arguments, ids;
   std::string problem;  // the first broken rule of the delta shapes, if any
   size_t arguments_before_finish = 0;  // argument bytes sent before the choice ended
+  bool called = false;  // after finish: "tool_calls" for a finished choice
 };
 
 Streamed run(ToolFormat format, ToolMode mode, bool parallel, const std::vector<std::string>& pieces,
@@ -53,7 +56,7 @@ Streamed run(ToolFormat format, ToolMode mode, bool parallel, const std::vector<
   for (const std::string& p : pieces) take(s.push(p));
   for (const std::string& a : out.arguments) out.arguments_before_finish += a.size();
   take(s.finish());
-  if (s.called() != !out.names.empty()) out.problem = "called() disagrees with the deltas";
+  out.called = s.called();
   return out;
 }
 
@@ -63,17 +66,32 @@ ParsedAnswer whole(ToolFormat format, ToolMode mode, bool parallel, const std::s
   return read_answer(text, mode, parallel, format, forced_name);
 }
 
-void expect_same(const ParsedAnswer& w, const Streamed& s, const std::string& what, bool retracted = false,
-                 bool own_ids = false) {
+// A call as a client has it once it joined the deltas: name(arguments), and Kimi-K2's own id (functions.NAME:IDX).
+std::string shown(const std::string& name, const std::string& arguments, const std::string& id, bool own_ids) {
+  return name + "(" + arguments + ")" + (own_ids ? " " + id : "");
+}
+
+// `stale`: the calls announced before the text that rules them out (a stream cannot take a delta back), shown, as far
+// as they went out. The calls a client joined by index are the whole answer's, whole and in order, and these, each
+// once; nothing else (no stale call continued by another's arguments, no call of the answer left unsent).
+void expect_same(const ParsedAnswer& w, const Streamed& s, const std::string& what,
+                 const std::vector<std::string>& stale = {}, bool own_ids = false) {
   EXPECT_EQ(s.problem, "") << what;
   EXPECT_EQ(s.content, w.content) << what;
-  if (retracted) return;
-  ASSERT_EQ(s.names.size(), w.calls.size()) << what;
-  for (size_t i = 0; i < w.calls.size(); ++i) {
-    EXPECT_EQ(s.names[i], w.calls[i].name) << what;
-    EXPECT_EQ(s.arguments[i], w.calls[i].arguments) << what;
-    if (own_ids) EXPECT_EQ(s.ids[i], w.calls[i].id) << what;  // Kimi-K2's functions.NAME:IDX
+  EXPECT_EQ(s.called, !w.calls.empty()) << what;  // the whole answer's finish_reason
+  size_t whole = 0, gone = 0;
+  for (size_t i = 0; i < s.names.size(); ++i) {
+    const std::string got = shown(s.names[i], s.arguments[i], s.ids[i], own_ids);
+    if (whole < w.calls.size() &&
+        got == shown(w.calls[whole].name, w.calls[whole].arguments, w.calls[whole].id, own_ids))
+      ++whole;
+    else if (gone < stale.size() && got == stale[gone])
+      ++gone;
+    else
+      ADD_FAILURE() << what << ": index " << i << " joins to " << got << ", not a call of the answer";
   }
+  EXPECT_EQ(whole, w.calls.size()) << what << ": calls of the answer not sent";
+  EXPECT_EQ(gone, stale.size()) << what << ": stale calls expected";
 }
 
 struct Case {
@@ -82,9 +100,8 @@ struct Case {
   std::string text;
   size_t calls;  // how many the whole answer has (so a case cannot silently stop being one)
   bool parallel = true;
-  // The whole answer is content, but a call was announced before the text that rules it out (a stream cannot take
-  // it back): only the content is compared.
-  bool retracted = false;
+  // Calls announced before the text that rules them out, as a client joins them (expect_same).
+  std::vector<std::string> stale = {};
   std::string forced_name = {};  // the formats that name the function outside the JSON
 };
 
@@ -128,7 +145,7 @@ std::vector<Case> cases() {
       {L, A, "{\"name\": \"f\", \"parameters\": {\"a\": \"};{\"}}; {\"name\": \"g\", \"arguments\": {}}", 2},
       {L, A, "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"x\": 1.5e3}}", 1},
       {L, A, " plain text {\"name\": \"f\"}", 0},
-      {L, A, "{\"name\": \"f\", \"parameters\": {}} and text", 0, true, true},
+      {L, A, "{\"name\": \"f\", \"parameters\": {}} and text", 0, true, {"f({})"}},
       {M, A,
        "Let me look.[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, "
        "{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}]",
@@ -152,7 +169,9 @@ std::vector<Case> cases() {
       {D3, A, kB + kCB + "function" + kSep + "f\n```python\n{}\n```" + kCE + v3_call("g", "{\"b\": 2}") + kE, 1},
       {D31, A, "Hi " + kB + v31_call("f", "{\"a\": [1, {\"b\": null}]}") + v31_call("g", " {} ") + kE, 2},
       {D31, A, kB + v31_call("bad name", "{}") + v31_call("g", "{\"b\": \"<\"}") + kE + " \n", 1},
-      {D31, A, kB + v31_call("f", "{\"a\": }") + v31_call("g", "{}") + kE, 1, true, true},  // f announced, then broken
+      // Announced, then broken: f stays as far as it went out; g is not its continuation but a call of its own.
+      {D31, A, kB + v31_call("f", "{\"a\": }") + v31_call("g", "{}") + kE, 1, true, {"f({\"a\": })"}},
+      {D31, A, kB + v31_call("f", "{") + v31_call("g", "{}") + v31_call("h", "{\"b\": 2}") + kE, 2, true, {"f({)"}},
       {D31, A, kB + v31_call("f", "{\"a\": 1}") + v31_call("g", "{}") + kE, 1, false},
       {D31, A, "just text and a " + kB.substr(0, 7), 0},
       {K, A, "Sure. " + kKB + kimi_call("functions.get_weather:0", "{\"city\": \"Oslo\"}") +
@@ -161,29 +180,39 @@ std::vector<Case> cases() {
       {K, A, kKB + kKCB + "functions.f:0" + kKA + " {\"q\": \"na\xc3\xafve\"}", 1},
       {K, A, kKB + kimi_call("functions.f:x", "{}") + kimi_call("functions.g:1", "{\"a\": 1}") + kKE + "tail", 1},
       // Kimi's id announced once whole (a space or the argument marker follows it); a head that breaks after that
-      // (no argument marker, arguments that are not an object, text before the marker) was announced: retracted.
+      // (no argument marker, arguments that are not an object, text before the marker) was announced: it stays, as
+      // it went out (no arguments), and the calls after it go out at new indices.
       {K, A, kKB + kKCB + " functions.get_time:12 \n" + kKA + "\n{}" + kKCE + kimi_call("functions.f:13", "{\"a\": 1}"), 2},
-      {K, A, kKB + kimi_call("functions.f:0", "[1]") + kimi_call("functions.g:1", "{}") + kKE, 1, true, true},
-      {K, A, kKB + kKCB + "functions.f:0" + kKCE + kimi_call("functions.g:1", "{}") + kKE, 1, true, true},
-      {K, A, kKB + kimi_call("functions.f:0 x", "{}") + kKE, 0, true, true},
-      {K, A, kKB + kKCB + "functions.f:0<x>" + kKA + "{}" + kKCE + kKE, 0, true, true},
+      {K, A, kKB + kimi_call("functions.f:0", "[1]") + kimi_call("functions.g:1", "{}") + kKE, 1, true,
+       {"f() functions.f:0"}},
+      {K, A, kKB + kimi_call("functions.f:0", "[1]") + kimi_call("functions.g:1", "{}") + kKE, 1, false,
+       {"f() functions.f:0"}},
+      {K, A, kKB + kimi_call("functions.f:0", "[1]") + kimi_call("functions.f:1", "{}") + kKE, 1, true,
+       {"f() functions.f:0"}},
+      {K, A, kKB + kimi_call("functions.f:0", "{\"a\": 1}") + kimi_call("functions.g:1", "[1]") +
+           kimi_call("functions.h:2", "{}") + kKE, 2, true, {"g() functions.g:1"}},
+      {K, A, kKB + kKCB + "functions.f:0" + kKCE + kimi_call("functions.g:1", "{}") + kKE, 1},  // (never announced)
+      {K, A, kKB + kKCB + "functions.f:0 " + kKCE + kimi_call("functions.g:1", "{}") + kKE, 1, true,
+       {"f() functions.f:0"}},
+      {K, A, kKB + kimi_call("functions.f:0 x", "{}") + kKE, 0, true, {"f() functions.f:0"}},
+      {K, A, kKB + kKCB + "functions.f:0<x>" + kKA + "{}" + kKCE + kKE, 0, true, {"f() functions.f:0"}},
       {K, A, kKB + kimi_call("functions.:0", "{}") + kimi_call("get_time:7", "{}") + kKE, 1},
       // Pythonic: a call's name once '(' follows it, then its arguments as JSON one keyword at a time.
       {P, A, " [get_weather(city='Paris, \"FR\"', days=3, hourly=True, tags=['a', {'b': None}]), get_time()]\n", 2},
       {P, A, "[f(x=-1.5e3, s='''tri\\'ple'''), g(q=\"\\u00e9\\n\", n=12_000,)]", 2},
       {P, A, "[f(a=1), g(b=2)]", 1, false},
-      {P, A, "[f(a=1)] and then text", 0, true, true},  // announced, then the text rules the list out
+      {P, A, "[f(a=1)] and then text", 0, true, {"f({\"a\":1})"}},  // announced, then the text rules the list out
       {P, A, "Hi [f()]", 0},
       // Leading whitespace (read once), and a value that cannot parse once a ',' follows it: no call after it streams.
       {L, A, " \n\t <|python_tag|> \n {\"name\": \"f\", \"parameters\": {}}", 1},
       {L, A, " \n <|python_tag|> <|python_tag|>{\"name\": \"f\", \"parameters\": {}}", 0},
       {P, A, " \n [ \n f( a=1 ,\n b=[2] ) , g() ]", 2},
-      {P, A, "[f(a='x' + 'y', b=2), g()]", 0, true, true},
-      {P, A, "[f(a=1, b=x), g(c=3)]", 0, true, true},
-      {P, A, "[f(a=1), g(a=2, a=3), h()]", 0, true, true},
-      {D3, F, "{\"city\": \"Rome\"}", 1, true, false, "get_weather"},
-      {D31, F, "{\"city\": \"Rome\", \"days\": [1, 2]}", 1, true, false, "get_weather"},
-      {K, F, "{\"city\": \"Rome\"}", 1, true, false, "get_weather"},
+      {P, A, "[f(a='x' + 'y', b=2), g()]", 0, true, {"f({)"}},
+      {P, A, "[f(a=1, b=x), g(c=3)]", 0, true, {"f({\"a\":1)"}},
+      {P, A, "[f(a=1), g(a=2, a=3), h()]", 0, true, {"f({\"a\":1})", "g({\"a\":2)"}},
+      {D3, F, "{\"city\": \"Rome\"}", 1, true, {}, "get_weather"},
+      {D31, F, "{\"city\": \"Rome\", \"days\": [1, 2]}", 1, true, {}, "get_weather"},
+      {K, F, "{\"city\": \"Rome\"}", 1, true, {}, "get_weather"},
   };
 }
 
@@ -201,7 +230,7 @@ TEST(ToolStreamSplits, EveryTwoAndThreePieceSplit) {
     const ParsedAnswer w = whole(c);
     ASSERT_EQ(w.calls.size(), c.calls) << label(c);
     testing::for_each_split(c.text, 90, [&](const std::vector<std::string>& pieces, const std::string& where) {
-      expect_same(w, run(c, pieces), label(c) + " split " + where, c.retracted, c.format == ToolFormat::kimi_k2);
+      expect_same(w, run(c, pieces), label(c) + " split " + where, c.stale, c.format == ToolFormat::kimi_k2);
     });
   }
 }
@@ -217,7 +246,7 @@ TEST(ToolStreamSplits, RandomChunkingsAndByteByByte) {
         pieces.push_back(c.text.substr(at, n));
         at += n;
       }
-      expect_same(w, run(c, pieces), label(c) + " round " + std::to_string(round), c.retracted,
+      expect_same(w, run(c, pieces), label(c) + " round " + std::to_string(round), c.stale,
                   c.format == ToolFormat::kimi_k2);
     }
   }
@@ -228,7 +257,7 @@ TEST(ToolStreamSplits, RandomChunkingsAndByteByByte) {
 // half of them are out.
 TEST(ToolStreamSplits, ArgumentsGoOutAsTheyAreWritten) {
   for (const Case& c : cases()) {
-    if (c.calls == 0 || c.retracted) continue;
+    if (c.calls == 0 || !c.stale.empty()) continue;  // (the calls after a stale one go out at the end)
     std::vector<std::string> bytes;
     for (char ch : c.text) bytes.push_back(std::string(1, ch));
     const Streamed s = run(c, bytes);
@@ -287,7 +316,7 @@ std::vector<Case> corners(const std::string& args) {
       {ToolFormat::llama3_json, A, space + "{\"name\": \"f\", \"parameters\": {\"a\": 1}}", 1},
       {ToolFormat::llama3_json, A, space + "<|python_tag|>" + space + "{\"name\": \"f\", \"parameters\": {}}", 1},
       {ToolFormat::pythonic, A, space + "[" + space + "f(" + space + "a=1" + space + ")" + space + "]", 1},
-      {ToolFormat::pythonic, A, "[f(text=" + quoted(args) + " + 'x', t= + args + )]", 0, true, true},
+      {ToolFormat::pythonic, A, "[f(text=" + quoted(args) + " + 'x', t= + args + )]", 0, true, {"f({)"}},
   };
 }
 
@@ -298,8 +327,7 @@ TEST(ToolStreamSplits, CornersByteByByteAndInPieces) {
     ASSERT_EQ(w.calls.size(), c.calls) << label(c).substr(0, 80);
     for (const std::vector<std::string>& p : testing::bytes_and_random_pieces(c.text, rng)) {
       const Streamed s = run(c, p);
-      expect_same(w, s, label(c).substr(0, 80), c.retracted);
-      if (c.retracted) EXPECT_EQ(s.names, (std::vector<std::string>{"f"})) << label(c).substr(0, 80);
+      expect_same(w, s, label(c).substr(0, 80), c.stale);
     }
   }
 }
@@ -359,7 +387,8 @@ TEST(ToolStreamSplits, APushCostsItsOwnBytesNotTheCallsLength) {
 }
 
 // One malformed Hermes block turns the whole answer into content (vLLM's rule): calls announced before it stay
-// sent, and the rest of the content follows when the choice ends.
+// sent, the rest of the content follows when the choice ends, and the choice finishes as the whole answer does
+// ("stop", not "tool_calls").
 TEST(ToolStreamSplits, AMalformedBlockMakesTheAnswerContent) {
   const std::string text = "Hi <tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"
                            "<tool_call>{\"name\": \"g\", \"arguments\": {\"city\": }}</tool_call>";
@@ -367,8 +396,27 @@ TEST(ToolStreamSplits, AMalformedBlockMakesTheAnswerContent) {
   EXPECT_TRUE(w.calls.empty());
   EXPECT_EQ(w.content, text);
   testing::for_each_split(text, 0, [&](const std::vector<std::string>& pieces, const std::string& where) {
-    EXPECT_EQ(run(ToolFormat::hermes, ToolMode::automatic, true, pieces).content, text) << where;
+    const Streamed s = run(ToolFormat::hermes, ToolMode::automatic, true, pieces);
+    expect_same(w, s, where, {"f({})", "g({\"city\": })"});
   });
+}
+
+// A stale call is continued only by the same call: DeepSeek gives no ids, so a block announced with "{" and then
+// broken goes on as the next block when that one has its name and extends its text (the client then has the whole
+// answer's call), and not when it names another function (g's "{}" once extended f's "{" into f({}), a call the
+// answer never makes).
+TEST(ToolStreamSplits, AStaleCallIsContinuedOnlyByTheSameCall) {
+  const auto joined = [](const std::string& text) {
+    const Streamed s = run(ToolFormat::deepseek_v31, ToolMode::automatic, true, {text});
+    std::vector<std::string> calls;
+    for (size_t i = 0; i < s.names.size(); ++i) calls.push_back(shown(s.names[i], s.arguments[i], "", false));
+    return calls;
+  };
+  EXPECT_EQ(joined(kB + v31_call("f", "{") + v31_call("f", "{\"a\": 1}") + kE),
+            (std::vector<std::string>{"f({\"a\": 1})"}));
+  EXPECT_EQ(joined(kB + v31_call("f", "{") + v31_call("g", "{}") + kE), (std::vector<std::string>{"f({)", "g({})"}));
+  EXPECT_EQ(joined(kB + v31_call("f", "{\"a\"") + v31_call("f", "{}") + kE),
+            (std::vector<std::string>{"f({\"a\")", "f({})"}));
 }
 
 // Kimi-K2's call goes out as vLLM's kimi_k2 sends it, once its id is whole (before the arguments' '{'): not while

@@ -287,7 +287,8 @@ std::string StreamWriter::chunk(const SampleDelta& d) {
     w.end_object().key("logprobs");
     if (logprobs_) chat_logprobs(w, ctx_, d.logprobs, d.top_logprobs);
     else w.null();
-    // "tool_calls" once a call went out, as vLLM finishes a stream that sent one.
+    // "tool_calls" where the answer calls, as its non-streamed response says (ToolStream::called: a call sent early
+    // that the whole answer does not make leaves "stop").
     called = harmony_.empty() ? !tools_.empty() && tools_[i].called() : !harmony_[i].calls().empty();
   }
   started_.at(i) = true;
