@@ -59,7 +59,8 @@ def reference(schema, text):
         if not value_ok(sub, v):
             return False
     keys = [k for k, _ in pairs]
-    return all(r in keys for r in schema.get("required", [])) and len(keys) <= schema.get("maxProperties", 99)
+    return (all(r in keys for r in schema.get("required", []))
+            and schema.get("minProperties", 0) <= len(keys) <= schema.get("maxProperties", 99))
 
 
 SCHEMAS = [
@@ -78,6 +79,15 @@ SCHEMAS = [
     ({"type": "object", "propertyNames": {"enum": ["a", "b.c", "\u00e9t\u00e9"]}, "additionalProperties": {"type": "integer"},
       "maxProperties": 2},
      ["a", "b.c", "bxc", "b", "\u00e9t\u00e9", "\u00e9"], [1, True]),
+    # The pattern's second branch is unanchored: "xI_" is its key, not additionalProperties'.
+    ({"type": "object", "patternProperties": {"^S_|I_": {"type": "integer"}},
+      "additionalProperties": {"type": "string"}},
+     ["xI_", "S_a", "xS_", "I_", "q", "S_I_"], [1, "v"]),
+    # propertyNames leaves additionalProperties no key: minProperties counts the listed ones only ("c" first is a
+    # dead end).
+    ({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "additionalProperties": True,
+      "propertyNames": {"enum": ["a", "b", "c"]}, "minProperties": 2},
+     ["a", "b", "c", "d"], [1, True]),
 ]
 
 

@@ -25,6 +25,9 @@ EXHAUSTIVE = [
     (r"^(?:x|yz)+$", "xyz", 6, 1),
     (r"\u4e2d$", "a\u4e2d", 4, 1),  # the regex's own \u escape
     ("^\u00e9?b+$", "\u00e9b", 4, 1),  # the character itself
+    (r"^a|b", "abx", 5, 1),  # an anchor binds to its top-level branch: (^a)|(b)
+    (r"a|b$", "abx", 5, 1),
+    (r"^ab|ba$", "abx", 6, 2),
 ]
 
 

@@ -325,11 +325,7 @@ class Compiler {
         if (g_->patterns.size() >= kNone - 1) refuse("", "too many patterns");
         g_->patterns.push_back(std::make_shared<const StringPattern>(compile_string_pattern(re->as_string(), at)));
         n.pattern = uint16_t(g_->patterns.size() - 1);
-        // Each DFA state is a 512-byte row: a request's patterns stay within 8 MiB in all.
-        pattern_states_ += g_->patterns.back()->next.size();
-        if (pattern_states_ > 8 * StringPattern::kMaxStates)
-          refuse(at, "the schema's patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
-                         " DFA states in all");
+        spend_states(*g_->patterns.back(), at);
       }
       if (n.pattern != kNone && (s.find("minLength") || s.find("maxLength"))) {
         if (n.min > n.max) refuse(pointer, "minLength exceeds maxLength");
@@ -410,10 +406,10 @@ class Compiler {
     g_->properties.resize(g_->properties.size() + names.size());
     if (uint32_t(std::popcount(n.required)) > n.max)
       refuse(pointer, "maxProperties (" + std::to_string(n.max) + ") is below the count of required properties");
-    if (n.child == kNone && n.min > names.size())
-      refuse(pointer, "minProperties (" + std::to_string(n.min) + ") is above the count of properties allowed");
     n.trie = g_->add_trie(quoted, /*keys=*/true);
     if (keyed) n.keys = key_pattern(s, pointer, n.child, names);
+    if (g_->other_key_positions(n).empty() && n.min > names.size())
+      refuse(pointer, "minProperties (" + std::to_string(n.min) + ") is above the count of properties allowed");
     const uint16_t id = new_node(n);
     const std::string props_at = child(pointer, "properties");
     for (size_t i = 0; i < names.size(); ++i)
@@ -428,11 +424,8 @@ class Compiler {
     JsonSchema::KeyPattern keys;
     auto dfa = std::make_shared<const StringPattern>(compile_key_pattern(
         s, pointer, listed, additional, [&](const Value& v, const std::string& at) { return position(v, at); },
-        keys.value));
-    pattern_states_ += dfa->next.size();
-    if (pattern_states_ > 8 * StringPattern::kMaxStates)
-      refuse(pointer, "the schema's patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
-                          " DFA states in all");
+        keys.value, [&](const StringPattern& p, const std::string& at) { spend_states(p, at); }));
+    spend_states(*dfa, pointer);
     if (g_->patterns.size() >= kNone - 1 || g_->key_patterns.size() >= kNone - 1) refuse("", "too many patterns");
     g_->patterns.push_back(std::move(dfa));
     keys.pattern = uint16_t(g_->patterns.size() - 1);
@@ -441,6 +434,15 @@ class Compiler {
         keys.positions.push_back(v);
     g_->key_patterns.push_back(std::move(keys));
     return uint16_t(g_->key_patterns.size() - 1);
+  }
+
+  // Each DFA state is a 512-byte row: the DFAs a request compiles (kept, or the patternProperties a key DFA is the
+  // product of, counted as each is compiled) stay within 8 MiB in all.
+  void spend_states(const StringPattern& dfa, const std::string& at) {
+    pattern_states_ += dfa.next.size();
+    if (pattern_states_ > 8 * StringPattern::kMaxStates)
+      refuse(at, "the schema's patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
+                     " DFA states in all");
   }
 
   uint16_t enumeration(const Value& s, const std::string& pointer, const std::vector<std::string>& types) {

@@ -18,7 +18,7 @@
 //   patternProperties, propertyNames  (engine/json_schema_keys.h) a key no listed name takes gets the schema of the
 //                   one pattern that matches it (re.search), else additionalProperties' (none: refused); each key
 //                   (listed too) satisfies propertyNames (type string, pattern, format but email, minLength /
-//                   maxLength, enum / const). Such keys are written without escapes. Refused: two patterns one key
+//                   maxLength, enum or const). Such keys are written without escapes. Refused: two patterns one key
 //                   can match (both schemas would apply), a listed name a pattern matches, a listed name
 //                   propertyNames rejects. Beside them an object without properties is a map (additionalProperties
 //                   false: keys of the patterns only).
@@ -52,6 +52,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,6 +129,13 @@ struct JsonSchema {
     for (const auto& [b, child] : trie[node].edges)
       if (b == byte) return child;
     return kUnbounded;
+  }
+  // The value positions an object's / map's unlisted keys take: additionalProperties' alone, or beside
+  // patternProperties / propertyNames those the key DFA's accepting states name; empty where no such key can be
+  // written. The compiler's minProperties check, the nesting need and the recognizer all ask here, so they agree.
+  std::span<const uint16_t> other_key_positions(const Node& n) const {
+    if (n.keys != kNone) return key_patterns[n.keys].positions;
+    return n.child == kNone ? std::span<const uint16_t>() : std::span<const uint16_t>(&n.child, 1);
   }
   // Appends a trie of `words` (terminal i at the end of words[i]; mask: bit i on words[i]'s path where `keys`, all
   // ones otherwise); its root.

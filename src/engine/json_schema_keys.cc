@@ -42,7 +42,7 @@ std::string alternation(const std::vector<std::string>& words) {
 }  // namespace
 
 void read_property_names(const json::Value& s, const std::string& pointer, KeyRules& rules,
-                         std::vector<std::shared_ptr<const StringPattern>>& keep) {
+                         std::vector<std::shared_ptr<const StringPattern>>& keep, const SpendStates& spend) {
   if (s.is_bool()) {
     if (!s.as_bool()) refuse(pointer, "propertyNames false (no key at all) is not supported");
     return;
@@ -70,8 +70,10 @@ void read_property_names(const json::Value& s, const std::string& pointer, KeyRu
     }
   if (rules.min_length > rules.max_length) refuse(pointer, "propertyNames: minLength exceeds maxLength");
   if (const json::Value* re = s.find("pattern")) {
-    if (!re->is_string()) refuse(child(pointer, "pattern"), "pattern must be a string");
-    keep.push_back(std::make_shared<const StringPattern>(compile_string_pattern(re->as_string(), child(pointer, "pattern"))));
+    const std::string at = child(pointer, "pattern");
+    if (!re->is_string()) refuse(at, "pattern must be a string");
+    keep.push_back(std::make_shared<const StringPattern>(compile_string_pattern(re->as_string(), at)));
+    spend(*keep.back(), at);
     rules.names.push_back(keep.back().get());
   }
   if (const json::Value* f = s.find("format")) {
@@ -82,6 +84,8 @@ void read_property_names(const json::Value& s, const std::string& pointer, KeyRu
     keep.push_back(format_pattern(format));
     rules.names.push_back(keep.back().get());
   }
+  // As for a value's enum / const: one or the other (the key DFA would read only one of them).
+  if (s.find("enum") && s.find("const")) refuse(pointer, "\"const\" beside \"enum\" is not supported");
   if (s.find("enum") || s.find("const")) {
     const std::string at = child(pointer, s.find("enum") ? "enum" : "const");
     std::vector<std::string> words;
@@ -96,6 +100,7 @@ void read_property_names(const json::Value& s, const std::string& pointer, KeyRu
     for (const auto& w : words)
       if (needs_escape(w)) refuse(at, "propertyNames: a name that needs JSON escapes is not supported");
     keep.push_back(std::make_shared<const StringPattern>(compile_string_pattern(alternation(words), at)));
+    spend(*keep.back(), at);
     rules.names.push_back(keep.back().get());
   }
 }
@@ -119,7 +124,7 @@ void check_listed_names(const KeyRules& rules, const std::vector<std::string>& n
 StringPattern compile_key_pattern(const json::Value& s, const std::string& pointer,
                                   const std::vector<std::string>& listed, uint16_t additional,
                                   const std::function<uint16_t(const json::Value&, const std::string&)>& position,
-                                  std::vector<uint16_t>& value) {
+                                  std::vector<uint16_t>& value, const SpendStates& spend) {
   // Every key: unescaped text of whole UTF-8 characters ("" matches any such string), compiled once.
   static const StringPattern any_text = compile_string_pattern("", "");
   KeyRules rules;
@@ -127,14 +132,17 @@ StringPattern compile_key_pattern(const json::Value& s, const std::string& point
   rules.names.push_back(&any_text);
   std::vector<std::shared_ptr<const StringPattern>> keep;
   if (const json::Value* names = s.find("propertyNames"))
-    read_property_names(*names, child(pointer, "propertyNames"), rules, keep);
+    read_property_names(*names, child(pointer, "propertyNames"), rules, keep, spend);
   const json::Value* patterns = s.find("patternProperties");
   const std::string at = child(pointer, "patternProperties");
   if (patterns) {
     if (!patterns->is_object()) refuse(at, "patternProperties must be an object");
+    if (patterns->as_object().size() > KeyRules::kMaxPatterns)
+      refuse(at, "more than " + std::to_string(KeyRules::kMaxPatterns) + " patterns are not supported");
     for (const json::Member* m : patterns->members_in_source_order()) {
       const std::string re_at = child(at, m->first);
       keep.push_back(std::make_shared<const StringPattern>(compile_string_pattern(m->first, re_at)));
+      spend(*keep.back(), re_at);
       rules.patterns.push_back({keep.back().get(), position(m->second, re_at), m->first});
     }
   }

@@ -25,8 +25,13 @@ namespace json {
 class Value;
 }
 
+// Counts a DFA just compiled (its states) against the request's budget, naming `pointer` when it runs out (throws).
+using SpendStates = std::function<void(const StringPattern& dfa, const std::string& pointer)>;
+
 struct KeyRules {
   static constexpr uint16_t kNone = 0xFFFF;
+  // patternProperties per object: each is its own DFA until the product is built (and a key can match only one).
+  static constexpr size_t kMaxPatterns = 64;
   // propertyNames: every key matches all of these and has [min_length, max_length] characters.
   std::vector<const StringPattern*> names;
   uint32_t min_length = 0, max_length = 0xFFFFFFFF;
@@ -45,9 +50,10 @@ struct KeyRules {
 
 // Reads propertyNames (`schema`, at `pointer`) into rules.names / lengths, the DFAs kept in `keep`: true / {} (no
 // rule) or a string schema of type, pattern, format (its DFA; not email), minLength, maxLength, enum / const (the
-// strings among them; a value that needs JSON escapes is refused). Anything else is refused by name.
+// strings among them; a value that needs JSON escapes is refused; not both). Anything else is refused by name. Each
+// DFA compiled here is counted by `spend` (a format's is shared, compiled once per process: not counted).
 void read_property_names(const json::Value& schema, const std::string& pointer, KeyRules& rules,
-                         std::vector<std::shared_ptr<const StringPattern>>& keep);
+                         std::vector<std::shared_ptr<const StringPattern>>& keep, const SpendStates& spend);
 
 // Refuses, naming it, a listed property name (`names`, of the object at `pointer`) that a pattern matches (both
 // schemas would apply), that propertyNames rejects, or that needs JSON escapes (the DFAs read unescaped text).
@@ -60,11 +66,13 @@ StringPattern key_automaton(const KeyRules& rules, std::vector<uint16_t>& value,
 
 // The key DFA of the object schema `s` at `pointer` (its propertyNames and patternProperties; `listed` its
 // properties' names, checked by check_listed_names), per state the value position (`value`); each pattern's schema
-// becomes a position through `position(schema, pointer)`, other keys' values are at `additional`.
+// becomes a position through `position(schema, pointer)`, other keys' values are at `additional`. At most
+// kMaxPatterns patterns (refused before any is compiled); each DFA is counted by `spend` as it is compiled, so a
+// hostile schema is refused before its patterns' DFAs pile up (the product is the caller's to count).
 StringPattern compile_key_pattern(const json::Value& s, const std::string& pointer,
                                   const std::vector<std::string>& listed, uint16_t additional,
                                   const std::function<uint16_t(const json::Value&, const std::string&)>& position,
-                                  std::vector<uint16_t>& value);
+                                  std::vector<uint16_t>& value, const SpendStates& spend);
 
 // `text` (unescaped) is matched by `pattern` as a whole string.
 bool pattern_matches(const StringPattern& pattern, std::string_view text);

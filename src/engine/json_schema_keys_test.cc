@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <regex>
 #include <string>
 #include <vector>
@@ -82,6 +83,81 @@ TEST(JsonSchemaKeys, KeyDfaAgreesWithStdRegex) {
   expect_exact({{"^a", "-$"}, "^[ab1]+$", 0, 0xFFFFFFFF, false});  // disjoint once propertyNames applies
   expect_exact({{"_"}, "", 2, 3, false});
   expect_exact({{"^1", "^b-"}, "b", 1, 4, true});
+  // Anchors bind to their top-level branch (ECMA: ^a|1 is (^a)|(1), the second branch anywhere in the key).
+  expect_exact({{"^a|1"}, "", 0, 0xFFFFFFFF, true});
+  expect_exact({{"_$|^b"}, "^1|a$", 0, 0xFFFFFFFF, true});
+}
+
+// Feeds `doc` byte by byte: npos when it is taken whole and may end there, else the bytes taken.
+size_t take(const JsonSchema& g, const std::string& doc) {
+  JsonSchemaRecognizer r(g);
+  size_t n = 0;
+  while (n < doc.size() && r.push(uint8_t(doc[n]))) ++n;
+  return n == doc.size() && r.complete() ? std::string::npos : n;
+}
+
+std::string refusal(const std::string& schema) {
+  try {
+    compile_json_schema(json::parse(schema));
+  } catch (const ArgumentError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(JsonSchemaKeys, AnchoredBranchOfAPatternPropertyMatchesAnywhere) {
+  // "xI_" holds I_: the pattern's second branch matches it, so its value is an integer, not additionalProperties'.
+  const auto g = compile_json_schema(json::parse(R"({"type": "object", "patternProperties": {"^S_|I_":
+      {"type": "integer"}}, "additionalProperties": {"type": "string"}})"));
+  EXPECT_EQ(take(*g, R"({"xI_":1,"S_a":2,"I_":3,"q":"s"})"), std::string::npos);
+  EXPECT_EQ(take(*g, R"({"xI_":"s"})"), 7u);
+  EXPECT_EQ(take(*g, R"({"xS_":"s"})"), std::string::npos);
+}
+
+TEST(JsonSchemaKeys, MinPropertiesCountsOnlyTheKeysTheKeyDfaAllows) {
+  // propertyNames allows the listed keys only: additionalProperties true adds none, so both must be written, and
+  // "b" first would leave nothing to make up the second key.
+  const auto g = compile_json_schema(json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"},
+      "b": {"type": "integer"}}, "additionalProperties": true, "propertyNames": {"enum": ["a", "b"]},
+      "minProperties": 2})"));
+  EXPECT_EQ(take(*g, R"({"a":1,"b":2})"), std::string::npos);
+  EXPECT_EQ(take(*g, R"({"b":1})"), 2u);
+  EXPECT_EQ(take(*g, R"({"a":1})"), 6u);
+  // Patterns without additionalProperties add keys: two keys are possible with one listed.
+  const auto p = compile_json_schema(json::parse(R"({"properties": {"a": {}}, "patternProperties": {"^x": {}},
+      "minProperties": 2})"));
+  EXPECT_EQ(take(*p, R"({"x1":1,"a":2})"), std::string::npos);
+  EXPECT_EQ(take(*p, R"({"a":1})"), 6u);
+  // ... and a bound only the listed keys would have to meet, beside a key DFA that adds none, is refused.
+  EXPECT_NE(refusal(R"({"properties": {"a": {}}, "additionalProperties": true, "propertyNames": {"const": "a"},
+      "minProperties": 2})").find("minProperties (2) is above"), std::string::npos);
+}
+
+TEST(JsonSchemaKeys, PatternCountAndStatesAreBoundedAsTheyCompile) {
+  // More patterns than the cap: refused before any is compiled, naming patternProperties; quickly even for a
+  // request's worth of them (each kept DFA of these would be some 500 KB).
+  const auto patterns = [](int count, const std::string& body) {
+    std::string out = R"({"type": "object", "patternProperties": {)";
+    for (int i = 0; i < count; ++i) out += (i ? "," : "") + json::quote("^" + std::to_string(i) + body) + ":{}";
+    return out + "}}";
+  };
+  const std::string why = refusal(patterns(65, "a{999}$"));
+  ASSERT_NE(why.find("#/patternProperties: more than 64 patterns"), std::string::npos) << why;
+  const std::string hostile = patterns(100000, "a{999}$");
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(refusal(hostile).find("more than 64 patterns"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // Within the cap each pattern's states count against the request's budget as it is compiled: the ninth of these
+  // (1,992 states each) passes 16,384 and is named, before any product is built.
+  const std::string over = refusal(patterns(12, "a{1000}b{990}$"));
+  EXPECT_NE(over.find("#/patternProperties/^8a{1000}b{990}$: the schema's patterns need more than 16384 DFA states"),
+            std::string::npos)
+      << over;
+}
+
+TEST(JsonSchemaKeys, PropertyNamesEnumBesideConstIsRefused) {
+  const std::string why = refusal(R"({"propertyNames": {"enum": ["a", "b"], "const": "a"}})");
+  EXPECT_NE(why.find("#/propertyNames: \"const\" beside \"enum\" is not supported"), std::string::npos) << why;
 }
 
 TEST(JsonSchemaKeys, PatternsOneKeyCanMatchTwiceAreRefused) {

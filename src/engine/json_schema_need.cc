@@ -8,7 +8,6 @@ namespace attnzoo {
 
 namespace {
 using Kind = JsonSchema::Kind;
-constexpr uint16_t kNone = JsonSchema::kNone;
 constexpr uint16_t kInfinite = 0xFFFF;
 }  // namespace
 
@@ -23,13 +22,11 @@ void compute_nesting_need(JsonSchema& g) {
     for (size_t i = 0; i < nn.size(); ++i) {
       const auto& n = g.nodes[i];
       uint16_t v = 0;
-      // Other keys' values (patternProperties: the deepest of their schemas, as the recognizer takes them).
-      uint16_t other = n.child != kNone ? pn[n.child] : kInfinite;
-      if (n.keys != kNone) {
-        other = 0;
-        for (uint16_t q : g.key_patterns[n.keys].positions) other = std::max(other, pn[q]);
-        if (g.key_patterns[n.keys].positions.empty()) other = kInfinite;
-      }
+      // Unlisted keys' values: the deepest of the schemas they may take, as the recognizer reads them (none: no
+      // such key, so none makes up minProperties).
+      const auto positions = g.other_key_positions(n);
+      uint16_t other = positions.empty() ? kInfinite : 0;
+      for (uint16_t q : positions) other = std::max(other, pn[q]);
       if (n.kind == Kind::map) v = plus_one(n.min > 0 ? other : 0);
       if (n.kind == Kind::array) {
         uint16_t deepest = 0;  // over the items minItems requires: the tuple's own, then `items`

@@ -92,7 +92,7 @@ uint64_t JsonSchemaRecognizer::keys_from(const Frame& f) const {
   // required ones after it, and (minProperties) leaving enough keys to write after it.
   const auto& n = node(f.node);
   const uint32_t written = keys_written(f);
-  const bool others = n.child != JsonSchema::kNone && fits(n.child);  // unlisted keys can make up minProperties
+  const bool others = other_values_fit(n);  // unlisted keys can make up minProperties
   uint64_t out = 0;
   for (uint32_t i = next_index(f); i < n.num_properties; ++i) {
     bool ok = fits(schema_->properties[n.first_property + i].value) &&
@@ -109,14 +109,16 @@ uint64_t JsonSchemaRecognizer::keys_from(const Frame& f) const {
   return out;
 }
 
+bool JsonSchemaRecognizer::other_values_fit(const JsonSchema::Node& n) const {
+  // Every value an unlisted key may take must fit (a key's value is known only once it closes): no key is begun
+  // into a dead end.
+  const auto positions = schema_->other_key_positions(n);
+  return !positions.empty() && std::all_of(positions.begin(), positions.end(), [&](uint16_t p) { return fits(p); });
+}
+
 bool JsonSchemaRecognizer::other_key_from(const Frame& f) const {
   const auto& n = node(f.node);
-  bool room = n.child != JsonSchema::kNone && fits(n.child);
-  if (n.keys != JsonSchema::kNone) {  // every value a key may take must fit: no key is begun into a dead end
-    const auto& positions = schema_->key_patterns[n.keys].positions;
-    room = !positions.empty() && std::all_of(positions.begin(), positions.end(), [&](uint16_t p) { return fits(p); });
-  }
-  return room &&
+  return other_values_fit(n) &&
          (n.max == JsonSchema::kUnbounded ||
           keys_written(f) + 1 + uint32_t(required_from(n, next_index(f))) <= n.max);
 }
@@ -181,7 +183,7 @@ bool JsonSchemaRecognizer::begin_key(uint8_t b) {
     return true;
   }
   if (n.kind == Kind::map) {
-    if (keys_written(f) >= n.max) return false;
+    if (!other_key_from(f)) return false;  // within maxProperties, and its value fits the depth left
     key_ = true, len_ = 0;
     mode_ = Mode::string;
     return true;
@@ -374,8 +376,7 @@ bool JsonSchemaRecognizer::comma() {
     return true;
   }
   if (n.kind == Kind::object && !keys_from(f) && !other_key_from(f)) return false;  // no key left to write
-  if (n.kind == Kind::map && keys_written(f) >= n.max) return false;
-  if (n.kind == Kind::map && n.keys != JsonSchema::kNone && !other_key_from(f)) return false;
+  if (n.kind == Kind::map && !other_key_from(f)) return false;
   mode_ = Mode::key;
   return true;
 }

@@ -126,6 +126,7 @@ class JsonSchemaRecognizer {
   bool number_holds() const;  // the number so far, ended here, meets its bounds (true when it has none)
   uint64_t keys_from(const Frame& f) const;  // the properties the object may write next
   bool other_key_from(const Frame& f) const;  // the object may write a key it does not list next
+  bool other_values_fit(const JsonSchema::Node& n) const;  // some unlisted key exists, and every value it takes fits
   bool other_key_byte(uint8_t byte);         // a byte of such a key (off the listed keys' trie)
   bool patterned_key_byte(uint8_t byte);     // a key's byte under patternProperties / propertyNames
   bool free_key_text() const;

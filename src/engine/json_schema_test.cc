@@ -129,6 +129,14 @@ TEST(JsonSchema, RecursionIsBoundedByDepthWithoutDeadEnds) {
   ASSERT_TRUE(c.push(std::string_view(kids + "{")));
   EXPECT_FALSE(c.push(std::string_view("\"k"))) << "a 33rd object would be needed";
   EXPECT_TRUE(c.push(std::string_view("\"v\":1}")));
+  // A map whose values are maps again: at the last level no key is begun, its value could not open.
+  const auto maps = compile(R"({"type": "object", "additionalProperties": {"$ref": "#"}})");
+  std::string keys;
+  for (int d = 0; d < 31; ++d) keys += R"({"k":)";
+  JsonSchemaRecognizer m(*maps);
+  ASSERT_TRUE(m.push(std::string_view(keys + "{")));
+  EXPECT_FALSE(m.push(uint8_t('"'))) << "a 33rd map would be needed";
+  EXPECT_TRUE(m.push(std::string_view("}}")));
   // A required self-reference has no finite document.
   EXPECT_THROW(compile(R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})"),
                ArgumentError);

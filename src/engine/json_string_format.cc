@@ -92,7 +92,7 @@ StringFormat string_format(std::string_view name) {
 std::shared_ptr<const StringPattern> format_pattern(StringFormat f) {
   // Compiled at first use, once per process (function-local statics), and shared by every schema.
   const auto compiled = [](const std::string& regex) {
-    return std::make_shared<const StringPattern>(compile_string_pattern("^" + regex + "$", ""));
+    return std::make_shared<const StringPattern>(compile_string_pattern("^(?:" + regex + ")$", ""));
   };
   switch (f) {
     case StringFormat::date: {

@@ -48,20 +48,33 @@ class Parser {
  public:
   Parser(const std::string& re, const std::string& pointer) : s_(re), at_(pointer) {}
 
-  Re parse(bool& anchored_start, bool& anchored_end) {
-    anchored_start = i_ < s_.size() && s_[i_] == '^';
-    if (anchored_start) ++i_;
-    anchored_end = !s_.empty() && s_.back() == '$' && (s_.size() < 2 || s_[s_.size() - 2] != '\\');
-    if (anchored_end) end_ = s_.size() - 1;
-    Re r = alternation();
+  // The top-level branches, each with its own anchors: ECMA reads `^a|b$` as `(^a)|(b$)`, so `^` / `$` bind to
+  // the branch they begin / end, never to the whole alternation.
+  struct Branch {
+    Re re;
+    bool start = false, end = false;
+  };
+  std::vector<Branch> parse() {
+    std::vector<Branch> out;
+    do {
+      if (!out.empty()) ++i_;  // the '|'
+      Branch b;
+      if ((b.start = more() && s_[i_] == '^')) ++i_;
+      b.re = concatenation();
+      if ((b.end = more() && s_[i_] == '$')) {
+        if (i_ + 1 < end_ && s_[i_ + 1] != '|') fail("an anchor inside the pattern");
+        ++i_;
+      }
+      out.push_back(std::move(b));
+    } while (more() && s_[i_] == '|');
     if (i_ != end_) fail(std::string("unexpected '") + s_[i_] + "'");
-    return r;
+    return out;
   }
 
  private:
   [[noreturn]] void fail(const std::string& what) {
     refuse(at_, "pattern: " + what + " at character " + std::to_string(i_) + " (the supported subset: literals, ., "
-                "classes, \\d \\w \\s, groups, |, ? * + {m,n}, ^ at the start, $ at the end)");
+                "classes, \\d \\w \\s, groups, |, ? * + {m,n}, ^ / $ at the start / end of a top-level branch)");
   }
   bool more() const { return i_ < end_; }
 
@@ -76,7 +89,9 @@ class Parser {
   Re concatenation() {
     Re r;
     r.kind = Re::cat;
-    while (more() && s_[i_] != '|' && s_[i_] != ')') r.kids.push_back(repeated(atom()));
+    // A '$' outside groups ends the branch (parse() checks that a branch's end follows it).
+    while (more() && s_[i_] != '|' && s_[i_] != ')' && !(groups_ == 0 && s_[i_] == '$'))
+      r.kids.push_back(repeated(atom()));
     return r;
   }
 
@@ -249,7 +264,8 @@ class Parser {
 
   const std::string& s_;
   const std::string& at_;
-  size_t i_ = 0, end_ = s_.size();
+  size_t i_ = 0;
+  const size_t end_ = s_.size();
   bool class_escape_ = false;  // the class being read holds \d \w \s or a negation of them
   int groups_ = 0;             // open groups (the parser recurses per group)
 };
@@ -356,17 +372,29 @@ class Nfa {
 }  // namespace
 
 StringPattern compile_string_pattern(const std::string& regex, const std::string& pointer) {
-  bool anchored_start = false, anchored_end = false;
-  Re re = Parser(regex, pointer).parse(anchored_start, anchored_end);
-  // JSON Schema's pattern matches anywhere: unanchored ends take any characters.
+  std::vector<Parser::Branch> branches = Parser(regex, pointer).parse();
+  // JSON Schema's pattern matches anywhere: an unanchored end takes any characters. Branches anchored alike share
+  // one such run (fewer DFA states than one per branch); otherwise each branch has its own.
   Re any;
   any.kind = Re::rep, any.min = 0, any.max = -1;
   any.kids.push_back(set_of("", true));
-  Re whole;
-  whole.kind = Re::cat;
-  if (!anchored_start) whole.kids.push_back(any);
-  whole.kids.push_back(std::move(re));
-  if (!anchored_end) whole.kids.push_back(any);
+  const auto anchored = [&](Re re, bool start, bool end) {
+    Re out;
+    out.kind = Re::cat;
+    if (!start) out.kids.push_back(any);
+    out.kids.push_back(std::move(re));
+    if (!end) out.kids.push_back(any);
+    return out;
+  };
+  const bool alike = std::all_of(branches.begin(), branches.end(), [&](const Parser::Branch& b) {
+    return b.start == branches[0].start && b.end == branches[0].end;
+  });
+  Re either;
+  either.kind = Re::alt;
+  for (Parser::Branch& b : branches)
+    either.kids.push_back(alike ? std::move(b.re) : anchored(std::move(b.re), b.start, b.end));
+  Re whole = either.kids.size() == 1 ? std::move(either.kids[0]) : std::move(either);
+  if (alike) whole = anchored(std::move(whole), branches[0].start, branches[0].end);
 
   Nfa nfa(pointer);
   const int start = nfa.add();

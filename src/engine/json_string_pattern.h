@@ -6,12 +6,13 @@
 // The subset (ECMA-262 as JSON Schema uses it): literals (any UTF-8 character, or `\uXXXX`), `.` (any character
 // but line breaks), classes `[a-z0-9_]` / `[^...]` of ASCII characters and ranges, `\d \w \s \D \W \S`, escaped
 // punctuation and `\n \t \r`, groups `( )` / `(?: )`, alternation `|`, `? * + {m} {m,} {m,n}` (greedy or lazy:
-// the same language), anchors `^` at the start and `$` at the end. `\d \w \s` are ASCII; their negations, and
-// negated classes holding any of them, write ASCII only, so Python's re (Unicode meanings) agrees on what is written.
-// As JSON Schema has it the pattern matches anywhere in the string: without `^` / `$` any characters may come
-// before / after. The value is written without escapes, so it never holds `"`, `\` or control characters (a pattern
-// that needs them matches nothing here and is refused). Anything else (backreferences, lookarounds, `\b`, Unicode
-// classes) is refused by name.
+// the same language), anchors `^` / `$` at the start / end of a top-level branch (each branch its own: `^a|b$` is
+// `(^a)|(b$)`, as ECMA-262 reads it). `\d \w \s` are ASCII; their negations, and negated classes holding any of
+// them, write ASCII only, so Python's re (Unicode meanings) agrees on what is written. As JSON Schema has it the
+// pattern matches anywhere in the string: a branch without `^` / `$` may have any characters before / after it.
+// The value is written without escapes, so it never holds `"`, `\` or control characters (a pattern that needs them
+// matches nothing here and is refused). Anything else (backreferences, lookarounds, `\b`, Unicode classes) is
+// refused by name.
 #include <array>
 #include <cstdint>
 #include <string>

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "engine/json_schema.h"
 #include "engine/json_schema_recognizer.h"
 #include "loader/json.h"
@@ -37,7 +38,10 @@ TEST(JsonStringPattern, SmallAlphabetsMatchStdRegexExactly) {
   for (const Case& c : {Case{R"(^\d{3}-\d{2}$)", "09-x", 7, 6}, Case{"^(cat|dog)s?$", "cadogts", 5, 4},
                         Case{"^(ab|a)*c?$", "abc", 7, 1}, Case{"b[^b]{2}b", "ab.", 7, 4},
                         Case{"^a{2,3}(-b)?$", "ab-", 6, 5}, Case{R"(^[a-c]+\.[a-c]{1,2}$)", "ac.", 6, 3},
-                        Case{R"(^(?:x|yz)+$)", "xyz", 6, 1}, Case{R"(\w\W)", "a-", 5, 2}}) {
+                        Case{R"(^(?:x|yz)+$)", "xyz", 6, 1}, Case{R"(\w\W)", "a-", 5, 2},
+                        // An anchor binds to its top-level branch: ECMA reads ^a|b as (^a)|(b), not ^(a|b).
+                        Case{"^a|b", "abx", 5, 1}, Case{"a|b$", "abx", 5, 1}, Case{"^ab|ba$", "abx", 6, 2},
+                        Case{"^a$|b|^$", "abx", 5, 1}, Case{R"(^\$|x\$$)", "$xa", 5, 2}}) {
     const std::string schema = std::string(R"({"type": "string", "pattern": )") + json::quote(c.pattern) + "}";
     const auto g = compile_json_schema(json::parse(schema));
     const std::regex re(c.pattern, std::regex::ECMAScript);
@@ -54,6 +58,17 @@ TEST(JsonStringPattern, SmallAlphabetsMatchStdRegexExactly) {
       ASSERT_EQ(taken(*g, s, true), std::regex_search(s, re)) << c.pattern << " closing " << s;
       if (s.size() + c.reach <= c.longest)
         ASSERT_EQ(taken(*g, s, false), prefixes.count(s) == 1) << c.pattern << " prefix " << s;
+    }
+  }
+}
+
+TEST(JsonStringPattern, AnchorsOnlyAtABranchsEnds) {
+  for (const char* re : {"a$b", "(a|^b)", "a|$b", "(a$)", "^*a"}) {
+    try {
+      compile_string_pattern(re, "/pattern");
+      FAIL() << re << " compiled";
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("#/pattern: pattern: "), std::string::npos) << e.what();
     }
   }
 }
