@@ -158,9 +158,11 @@ void Scheduler::schedule_running(std::vector<Planned>& planned, int64_t& budget,
         }
         if (n <= 0) continue;
         // A sample whose rows the scheduler shapes (logit_bias, JSON mode) decodes without guesses: verification
-        // would have to shape every guessed row the same way.
-        const bool speculate = decode_pass && options_.speculative.enabled() && !s.speculation_failed &&
-                               !shapes_logits(r->request.params);
+        // would have to shape every guessed row the same way. An unforked request's one pending token is its
+        // prompt's last (a chunked prefill's remainder): its row is where the n samples fork and each draws its own
+        // first token, which guesses verified on sample 0 alone would skip (n = 1 is forked from the start).
+        const bool speculate = decode_pass && r->forked && options_.speculative.enabled() &&
+                               !s.speculation_failed && !shapes_logits(r->request.params);
         int64_t guesses = speculate ? propose(*r, s, budget - 1) : 0;
         // Guesses are an optimisation: dropped rather than preempting anyone to make room for them.
         if (guesses > 0 && !fits(planned, {}, s, 1 + guesses)) {

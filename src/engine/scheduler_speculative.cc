@@ -38,8 +38,13 @@ int64_t Scheduler::propose(RequestState& r, Sample& s, int64_t budget) {
 bool Scheduler::checkpoint_for_rollback(Sample& s) {
   CacheManager& pool = *cache_;
   pool.clear_checkpoints(*s.seq);
+  // Admission set state slots aside for the forks of running requests whose prompt has not finished (one may
+  // finish in this very step and fork after it): a checkpoint taking one would fail that request's fork.
+  int64_t owed = 0;
+  for (const auto& r : running_)
+    if (!r->forked) owed += r->request.params.n - 1;
   try {
-    pool.checkpoint(*s.seq);
+    pool.checkpoint(*s.seq, owed);
     return true;
   } catch (const PoolExhausted&) {
     s.proposal.tokens.clear();

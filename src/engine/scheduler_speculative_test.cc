@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "engine/ngram_proposer.h"
 #include "engine/scheduler_test_fixture.h"
+#include "testing/tiny_hybrid.h"
 
 namespace attnzoo {
 namespace {
@@ -227,6 +228,155 @@ TEST_F(SchedulerTest, SpeculativeSeededSamplingMatchesTheGenerateLoop) {
     EXPECT_EQ(got[size_t(i)].tokens[0], generate(seq, reqs[size_t(i)].prompt, g).tokens) << "request " << i;
   }
   EXPECT_GT(s.stats().speculative.draft_tokens, 0);
+}
+
+// A prompt one token longer than a step leaves its last token for the next step, which plans like a decode. With
+// n > 1 that row must still fork the samples (each draws its own first token) rather than carry guesses: guesses
+// verified there would be committed to sample 0 alone and copied into the others. With n = 1 the same row may
+// carry guesses (there is nothing to fork).
+TEST_F(SchedulerTest, SpeculativeParallelSamplesForkBeforeGuessing) {
+  EngineOptions o = defaults();
+  o.eos_token_ids = {};
+  eos_ = {};
+  o.max_num_batched_tokens = 16;
+  o.speculative.method = SpeculativeMethod::ngram;
+  o.speculative.num_speculative_tokens = 3;
+  std::vector<int32_t> base = prompt_of(4, 5), prompt;
+  while (int64_t(prompt.size()) < o.max_num_batched_tokens + 1) prompt.push_back(base[prompt.size() % base.size()]);
+  for (const int64_t n : {int64_t(2), int64_t(1)}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    auto model = load();  // its own pool: no cached prefix from the other run
+    Scheduler s(*model, nullptr, o);
+    Request r;
+    r.prompt = prompt;
+    r.params.n = n;
+    r.params.max_tokens = 8;
+    r.params.sampling.temperature = 0;
+    Collected got;
+    s.add(1, r, collect(got), EngineClock::now());
+    const auto steps = drain(s);
+    ASSERT_GE(steps.size(), 2u);
+    ASSERT_EQ(steps[1].chunks.size(), 1u);
+    // The step that runs the prompt's last token: a plain row for the fork, or the pending token with guesses.
+    if (n > 1)
+      EXPECT_EQ(steps[1].chunks[0].num_tokens, 1);
+    else
+      EXPECT_GT(steps[1].chunks[0].num_tokens, 1);
+    ASSERT_TRUE(got.finished);
+    const std::vector<int32_t> want = alone(r.prompt, r.params);
+    ASSERT_EQ(got.tokens.size(), size_t(n));
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(got.reasons[i], FinishReason::length) << "sample " << i;
+      EXPECT_EQ(got.tokens[i], want) << "sample " << i;
+    }
+    EXPECT_EQ(got.usage.completion_tokens, n * r.params.max_tokens);
+  }
+}
+
+// A small hybrid (Nemotron-H: a Mamba-2 layer and an attention layer): every running sequence holds a recurrent-
+// state slot, and so does each speculation checkpoint.
+std::unique_ptr<Model> load_tiny_hybrid(const testing::ScratchDir& dir, int64_t state_slots, int64_t block_tokens) {
+  testing::write_tiny_hybrid(dir, {.architecture = "NemotronHForCausalLM", .pattern = "M*", .dtype = "F32"});
+  LoadOptions o;
+  o.pool.max_sequences = state_slots;
+  o.pool.block_tokens = block_tokens;
+  o.pool.prefix_caching = false;  // no snapshot slots: checkpoints come from the running slots
+  return Model::load(dir.str(), o);
+}
+
+// Admission sets state slots aside for the forks of an unforked request (n > 1). A speculating request's checkpoint
+// in the same step must not take them: here B's checkpoint would take one of the two slots A's prompt (finishing in
+// that step) forks into. B loses that step's guesses instead, and A's three samples all run.
+TEST_F(SchedulerTest, SpeculativeCheckpointLeavesTheSlotsOfPendingForks) {
+  testing::ScratchDir dir;
+  auto model = load_tiny_hybrid(dir, 4, 4);
+  ASSERT_TRUE(model->cache().has_state());
+  ASSERT_EQ(model->cache().stats().state_slots, 4);
+  ASSERT_EQ(model->cache().stats().snapshot_slots, 0);
+  EngineOptions o = defaults();
+  o.eos_token_ids = {};
+  o.max_num_seqs = 4;
+  o.max_num_batched_tokens = 16;
+  o.speculative.method = SpeculativeMethod::ngram;
+  o.speculative.num_speculative_tokens = 3;
+  Scheduler s(*model, nullptr, o);
+  // B's prompt leaves its last token for the second step, where prompt lookup has guesses for it.
+  Request b, a;
+  const std::vector<int32_t> base = prompt_of(4, 5);
+  while (int64_t(b.prompt.size()) < o.max_num_batched_tokens + 1) b.prompt.push_back(base[b.prompt.size() % 4]);
+  b.params.max_tokens = 6;
+  b.params.sampling.temperature = 0;
+  a.prompt = prompt_of(6, 2);
+  a.params.n = 3;
+  a.params.max_tokens = 4;
+  a.params.sampling.temperature = 0;
+  Collected got_a, got_b;
+  s.add(1, b, collect(got_b), EngineClock::now());
+  s.step();
+  s.add(2, a, collect(got_a), EngineClock::now());
+  const StepReport second = s.step();
+  ASSERT_EQ(second.admitted, std::vector<uint64_t>{2});
+  drain(s);
+  ASSERT_TRUE(got_a.finished && got_b.finished);
+  ASSERT_EQ(got_a.reasons.size(), 3u);
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(got_a.reasons[i], FinishReason::length) << "sample " << i;
+    EXPECT_EQ(got_a.tokens[i].size(), 4u) << "sample " << i;
+    EXPECT_EQ(got_a.tokens[i], got_a.tokens[0]) << "greedy samples agree";
+  }
+  EXPECT_EQ(got_b.reasons[0], FinishReason::length);
+  EXPECT_EQ(got_b.tokens[0].size(), 6u);
+  EXPECT_EQ(model->cache().stats().free_state_slots, 4);
+}
+
+// On a hybrid a rejected guess rolls back to the checkpoint and recomputes the kept tokens inside the verification.
+// When the pass ended on a block boundary (prefix caching registered that block) the rollback lands inside it:
+// with the pool full (a pool just big enough for the request), the recompute must write it in place, not need a
+// free block for a copy. Requests of several lengths put that boundary at different steps.
+TEST_F(SchedulerTest, SpeculativeRollbackIntoACachedBlockInAFullPool) {
+  testing::ScratchDir dir;
+  const int64_t B = 4;
+  testing::write_tiny_hybrid(dir, {.architecture = "NemotronHForCausalLM", .pattern = "M*", .dtype = "F32"});
+  LoadOptions lo;
+  lo.pool.max_sequences = 2;
+  lo.pool.block_tokens = B;
+  const CacheGeometry g = Model::load(dir.str(), lo)->cache().geometry();
+  std::vector<int32_t> prompt;
+  const std::vector<int32_t> base = prompt_of(3, 7);
+  while (prompt.size() < 9) prompt.push_back(base[prompt.size() % 3]);
+  int64_t drafts = 0;
+  for (int64_t max_tokens = 12; max_tokens <= 40; max_tokens += 4) {
+    SCOPED_TRACE("max_tokens " + std::to_string(max_tokens));
+    // A pool of exactly the request's blocks: a quarter of what the running slots leave goes to snapshots.
+    const int64_t want = (int64_t(prompt.size()) + max_tokens - 1 + B - 1) / B;
+    int64_t bytes = g.running_slots * g.slot_bytes + want * g.block_bytes;
+    std::unique_ptr<Model> model;
+    for (int tries = 0; tries < 200; ++tries, bytes += g.block_bytes / 8) {
+      lo.pool.bytes = bytes;
+      model = Model::load(dir.str(), lo);
+      if (model->cache().stats().num_blocks >= want) break;
+    }
+    ASSERT_EQ(model->cache().stats().num_blocks, want);
+    EngineOptions o = defaults();
+    o.eos_token_ids = {};
+    o.max_num_seqs = 1;
+    o.speculative.method = SpeculativeMethod::ngram;
+    o.speculative.num_speculative_tokens = 2;
+    Scheduler s(*model, nullptr, o);
+    Request r;
+    r.prompt = prompt;
+    r.params.max_tokens = max_tokens;
+    r.params.sampling.temperature = 0;
+    s.check(r);
+    Collected got;
+    s.add(1, r, collect(got), EngineClock::now());
+    drain(s);
+    ASSERT_TRUE(got.finished);
+    EXPECT_EQ(got.reasons[0], FinishReason::length);
+    EXPECT_EQ(int64_t(got.tokens[0].size()), max_tokens);
+    drafts += s.stats().speculative.drafts;
+  }
+  EXPECT_GT(drafts, 0);
 }
 
 }  // namespace

@@ -110,6 +110,18 @@ void BlockPool::register_block(int32_t b, BlockKey key) {
   key_of_[size_t(b)] = std::move(key);
 }
 
+void BlockPool::unregister(int32_t b) {
+  if (!key_of_[size_t(b)]) return;
+  require(ref_[size_t(b)] > 0, "block", "only a referenced block is unregistered (an unreferenced one is evicted)");
+  auto [lo, hi] = cached_.equal_range(key_of_[size_t(b)]->hash);
+  for (auto it = lo; it != hi; ++it)
+    if (it->second == b) {
+      cached_.erase(it);
+      break;
+    }
+  key_of_[size_t(b)].reset();
+}
+
 void BlockPool::clear_cache() {
   while (!evict_first_.empty() || !evictable_.empty()) {
     const int32_t b = (evict_first_.empty() ? evictable_ : evict_first_).front();

@@ -58,6 +58,9 @@ class BlockPool {
   // Registers a full block under `key`. A key that is already cached keeps its block (the new one stays an
   // ordinary block); a block is registered at most once.
   void register_block(int32_t block, BlockKey key);
+  // Forgets a referenced block's key (a no-op when it has none): its holder is about to rewrite it, and a later
+  // lookup must not find contents that no longer match.
+  void unregister(int32_t block);
   // Forgets every cached block that nobody references (they become plain free blocks).
   void clear_cache();
 

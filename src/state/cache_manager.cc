@@ -285,11 +285,17 @@ void CacheManager::truncate_blocks(Sequence& seq, int64_t length) {
           "must be in [0, " + std::to_string(seq.length_) + "], got " + std::to_string(length));
   const int64_t B = options_.block_tokens;
   const size_t keep = size_t((length + B - 1) / B);
-  for (auto& table : seq.block_tables_)
+  for (auto& table : seq.block_tables_) {
     while (table.size() > keep) {
       if (table.back() != kDropped) blocks_.release(table.back());
       table.pop_back();
     }
+    // A rollback into a block that filled up (and was registered in the prefix cache) during the pass now undone:
+    // held by nobody else, it leaves the cache rather than be copied before its tail is rewritten; the copy would
+    // need a free block, which a recompute inside a verification (planned without it) may not find.
+    if (length % B != 0 && !table.empty() && table.back() != kDropped && blocks_.ref_count(table.back()) == 1)
+      blocks_.unregister(table.back());
+  }
   seq.tokens_.resize(size_t(length));
   seq.block_hashes_.resize(size_t(length / B));
   seq.length_ = length;

@@ -93,8 +93,10 @@ class CacheManager {
   // checkpoint's length. It returns the length the sequence now has; the caller recomputes the tokens from there
   // to `length` (Model::rollback does). ArgumentError for a length outside [0, length()], for a model with
   // state layers and no checkpoint at or below `length`, or when a sliding window already dropped a block the
-  // shorter sequence needs (PoolOptions::max_rollback_tokens keeps them).
-  void checkpoint(Sequence& seq);
+  // shorter sequence needs (PoolOptions::max_rollback_tokens keeps them). checkpoint() leaves `keep_free_slots`
+  // running slots free for the caller's own later use (a scheduler's pending forks): past them it takes a snapshot
+  // slot or throws.
+  void checkpoint(Sequence& seq, int64_t keep_free_slots = 0);
   int64_t rollback(Sequence& seq, int64_t length);
   // Raises PoolOptions::max_rollback_tokens to at least `tokens` (never lowers it: another user of the pool may
   // need the larger room). Blocks a sliding window already gave back stay gone: call it before sequences grow.
@@ -137,7 +139,7 @@ class CacheManager {
   // given back): the window of keys, plus `keep` more tokens.
   int64_t first_needed_block(size_t group, int64_t length, int64_t keep) const;
   void release_checkpoints_locked(Sequence& seq, size_t keep);
-  int32_t take_checkpoint_slot_locked();
+  int32_t take_checkpoint_slot_locked(int64_t keep_free_slots);
   std::optional<int32_t> take_snapshot_slot();
 
   // The block groups (geometry_.layout); a windowed group gives back the blocks that left its window as a sequence

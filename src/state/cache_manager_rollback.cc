@@ -8,8 +8,8 @@
 
 namespace attnzoo {
 
-int32_t CacheManager::take_checkpoint_slot_locked() {
-  if (!free_slots_.empty()) {
+int32_t CacheManager::take_checkpoint_slot_locked(int64_t keep_free_slots) {
+  if (int64_t(free_slots_.size()) > keep_free_slots) {
     const int32_t slot = free_slots_.back();
     free_slots_.pop_back();
     return slot;
@@ -27,14 +27,14 @@ void CacheManager::release_checkpoints_locked(Sequence& seq, size_t keep) {
   }
 }
 
-void CacheManager::checkpoint(Sequence& seq) {
+void CacheManager::checkpoint(Sequence& seq, int64_t keep_free_slots) {
   std::lock_guard lock(mu_);
   auto& cps = seq.checkpoints_;
   // Lengths only grow between rollbacks; one at the same length is refreshed in place.
   while (!cps.empty() && cps.back().length >= seq.length_) release_checkpoints_locked(seq, cps.size() - 1);
   int32_t slot = -1;
   if (has_state()) {
-    slot = take_checkpoint_slot_locked();
+    slot = take_checkpoint_slot_locked(keep_free_slots);
     copy_state(seq.state_slot_, slot);
   }
   cps.push_back({seq.length_, slot});

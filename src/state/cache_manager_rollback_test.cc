@@ -112,6 +112,48 @@ TEST(CacheManagerRollback, CheckpointSlotsRunOutCleanlyAndComeBack) {
   EXPECT_EQ(pool->stats().free_state_slots, 2);
 }
 
+// Running slots the caller keeps free (a scheduler's pending forks) are not handed to checkpoints.
+TEST(CacheManagerRollback, CheckpointsLeaveTheSlotsTheCallerKeeps) {
+  auto pool = hybrid_pool(3);
+  auto a = pool->new_sequence();
+  EXPECT_THROW(pool->checkpoint(*a, 2), PoolExhausted);  // two free, both kept, no snapshot slot
+  EXPECT_EQ(pool->stats().free_state_slots, 2);
+  pool->checkpoint(*a, 1);
+  EXPECT_EQ(pool->stats().free_state_slots, 1);
+  auto b = pool->new_sequence();
+  EXPECT_EQ(pool->stats().free_state_slots, 0);
+}
+
+// A verification pass that ends on a block boundary registers that block in the prefix cache; a rollback to a
+// checkpoint inside it leaves the sequence's only reference on a cached block. It stops being cached (the tokens
+// after the checkpoint are rewritten), so recomputing there writes it in place: no copy, even in a full pool.
+TEST(CacheManagerRollback, RollbackIntoABlockItCachedWritesItInPlace) {
+  PoolOptions o;
+  o.block_tokens = 4;
+  o.bytes = 1 << 20;
+  o.max_sequences = 3;  // the sequence, its checkpoint, the other sequence
+  CacheManager pool(plan_cache({CacheSpec::kv(2, 8), CacheSpec::state(16)}, o));
+  auto s = pool.new_sequence();
+  grow(pool, *s, 5);
+  pool.checkpoint(*s);
+  grow(pool, *s, 3);  // 8 tokens: the verification pass filled block 1, now cached
+  const int32_t block = s->block_table()[1];
+  // Another sequence takes every block left.
+  auto hog = pool.new_sequence();
+  grow(pool, *hog, pool.stats().free_blocks * 4);
+  ASSERT_EQ(pool.stats().free_blocks, 0);
+  const int64_t cached = pool.stats().cached_blocks;
+  EXPECT_EQ(pool.rollback(*s, 6), 5);
+  EXPECT_EQ(s->block_table().size(), 2u);
+  EXPECT_EQ(s->block_table()[1], block);
+  EXPECT_EQ(pool.stats().cached_blocks, cached - 1);
+  std::vector<Sequence*> one = {s.get()};
+  EXPECT_EQ(pool.blocks_needed(one, std::vector<int64_t>{1}), 0);
+  grow(pool, *s, 3);  // the recompute and the pass after it, in place
+  EXPECT_EQ(s->block_table()[1], block);
+  EXPECT_TRUE(pool.pending_ops().empty() || pool.pending_ops().back().kind != CacheOp::Kind::copy_block);
+}
+
 TEST(CacheManagerRollback, AttentionAloneTruncatesExactly) {
   PoolOptions o;
   o.block_tokens = 4;
