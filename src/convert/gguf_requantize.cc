@@ -145,6 +145,14 @@ QuantizeSummary requantize_gguf(const std::string& src_path, const std::string& 
     throw LoadError(src_path + ": key 'split.count': this is one part of a split GGUF file (" +
                     std::to_string(f->get_int("split.count")) +
                     " parts); join them first (llama-gguf-split --merge)");
+  // The parser takes a 0 in ne (no bytes to bound), but every tensor is sized and converted by its rows of ne[0]
+  // values below; an empty tensor is no weight llama-quantize writes either.
+  for (const GgufTensor& t : f->tensors())
+    if (std::any_of(t.ne.begin(), t.ne.end(), [](int64_t d) { return d <= 0; })) {
+      std::string ne;
+      for (int64_t d : t.ne) ne += (ne.empty() ? "" : ", ") + std::to_string(d);
+      throw LoadError(src_path + ": tensor '" + t.name + "': ne [" + ne + "] has an empty dimension");
+    }
   std::error_code ec;
   if (std::filesystem::equivalent(src_path, out_path, ec))
     throw ArgumentError("out (-o): '" + out_path + "' is the source file itself");

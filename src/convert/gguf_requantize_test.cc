@@ -207,6 +207,22 @@ TEST(GgufRequantize, BadSourcesNamed) {
             std::string::npos);
 }
 
+// The parser accepts a 0 in ne (an empty tensor takes no bytes), but quantize sizes every tensor by its rows of
+// ne[0] values: refused by name before any of those divisions (ne[0] = 0 stopped the process with SIGFPE).
+TEST(GgufRequantize, EmptyTensorsNamed) {
+  ScratchDir dir;
+  const std::string src = (dir.path() / "in.gguf").string(), out = (dir.path() / "out.gguf").string();
+  for (const std::vector<uint64_t>& ne : {std::vector<uint64_t>{0}, {0, 4}, {256, 0}}) {
+    Source s;
+    s.spec.tensors.push_back({"blk.0.empty.weight", ne, 0, {}, std::nullopt});
+    write(src, s.spec);
+    const std::string e = message([&] { requantize_gguf(src, out, {}); });
+    EXPECT_NE(e.find("in.gguf: tensor 'blk.0.empty.weight': ne ["), std::string::npos) << e;
+    EXPECT_NE(e.find("has an empty dimension"), std::string::npos) << e;
+    EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
+  }
+}
+
 TEST(GgufRequantize, TensorsLlamaQuantizeLeavesAsStored) {
   for (const char* name :
        {"blk.3.ffn_gate_inp.weight", "blk.0.ffn_gate_inp_shexp.weight", "blk.1.ssm_conv1d.weight",

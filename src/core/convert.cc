@@ -65,7 +65,7 @@ void convert_to_f32(const void* src, DType t, float* dst, size_t n) {
     case DType::f8_e4m3:
       for (size_t i = 0; i < n; ++i) dst[i] = f8e4m3_to_f32(static_cast<const uint8_t*>(src)[i]);
       return;
-    default: return;
+    default: throw_not_float(t, "convert_to_f32");
   }
 }
 

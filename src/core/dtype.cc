@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+
+#include "core/error.h"
 
 namespace attnzoo {
 
@@ -27,6 +30,10 @@ const char* dtype_name(DType t) {
     case DType::f8_e4m3: return "float8_e4m3fn";
   }
   return "?";
+}
+
+void throw_not_float(DType t, const char* where) {
+  throw DTypeError(std::string(where) + ": " + dtype_name(t) + " is not a float type");
 }
 
 // IEEE half conversions written out (no F16C dependency, so the scalar target stays portable).

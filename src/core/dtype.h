@@ -39,7 +39,12 @@ float f8e4m3_to_f32(uint8_t b);
 // KV quantizer scales rows so that never happens), NaN stays NaN.
 uint8_t f32_to_f8e4m3(float f);
 
-// Element i of a buffer of the given float dtype, widened to f32 (slow path: references, tests, set-up code).
+// DTypeError "<where>: <dtype> is not a float type": the integer dtypes have no f32 reading here (a file's I32
+// norm weight read as zeros would be silent garbage). Out of line, so the inline readers stay small.
+[[noreturn]] void throw_not_float(DType t, const char* where);
+
+// Element i of a buffer of the given float dtype, widened to f32 (slow path: references, tests, set-up code);
+// throw_not_float for an integer dtype.
 inline float load_as_f32(const void* base, DType t, int64_t i) {
   switch (t) {
     case DType::f32: return static_cast<const float*>(base)[i];
@@ -47,7 +52,7 @@ inline float load_as_f32(const void* base, DType t, int64_t i) {
     case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
     case DType::i8: return float(static_cast<const int8_t*>(base)[i]);
     case DType::f8_e4m3: return f8e4m3_to_f32(static_cast<const uint8_t*>(base)[i]);
-    default: return 0.f;
+    default: throw_not_float(t, "load_as_f32");
   }
 }
 

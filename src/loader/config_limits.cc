@@ -32,6 +32,7 @@ constexpr CountLimit kCounts[] = {
     {"state_size", 65536},              {"d_state", 65536},
     {"conv_kernel", 4096},              {"d_conv", 4096},
     {"n_groups", 65536},                {"expand", 64},
+    {"mamba_expand", 64},
     {"num_heads", 65536},               {"mamba_n_heads", 65536},
     {"linear_num_key_heads", 4096},     {"linear_num_value_heads", 4096},
     {"linear_key_head_dim", 65536},     {"linear_value_head_dim", 65536},

@@ -26,8 +26,13 @@ Fp8Blocks read_fp8_blocks(const Config& c) {
   return b;
 }
 
+namespace {
+// ceil(n / d) for n >= 0, d > 0, without n + d - 1 (which overflows for n near 2^63: shapes come from the file)
+int64_t blocks_of(int64_t n, int64_t d) { return n / d + (n % d != 0); }
+}  // namespace
+
 std::vector<int64_t> fp8_scale_shape(int64_t rows, int64_t cols, Fp8Blocks b) {
-  return {(rows + b.rows - 1) / b.rows, (cols + b.cols - 1) / b.cols};
+  return {blocks_of(rows, b.rows), blocks_of(cols, b.cols)};
 }
 
 void dequantize_fp8_blocks(const uint8_t* w, const float* scale_inv, int64_t rows, int64_t cols, Fp8Blocks b, DType to,
@@ -37,9 +42,9 @@ void dequantize_fp8_blocks(const uint8_t* w, const float* scale_inv, int64_t row
     for (int i = 0; i < 256; ++i) t[size_t(i)] = f8e4m3_to_f32(uint8_t(i));
     return t;
   }();
-  const int64_t scale_cols = (cols + b.cols - 1) / b.cols;
+  const int64_t scale_cols = blocks_of(cols, b.cols);
   // One task per row of blocks: a large checkpoint's weights are converted on every core.
-  ThreadPool::global().parallel_for((rows + b.rows - 1) / b.rows, [&](int64_t task, int) {
+  ThreadPool::global().parallel_for(blocks_of(rows, b.rows), [&](int64_t task, int) {
     const float* s = scale_inv + task * scale_cols;
     for (int64_t i = task * b.rows; i < std::min(rows, (task + 1) * b.rows); ++i)
       for (int64_t j = 0; j < cols; ++j) store_from_f32(out, to, i * cols + j, table[w[i * cols + j]] * s[j / b.cols]);

@@ -517,6 +517,19 @@ GgufHfTensor as_stored(const GgufTensor& t, std::string hf_name) {
   return h;
 }
 
+void check_expert_stack(const GgufFile& f, const GgufTensor& t, int64_t experts, bool empty_rows) {
+  // Each expert of a stack becomes entries of the tensor map, so 0-byte stacks (empty rows) of thousands of
+  // experts, in as many made-up blocks, would let a small file ask for gigabytes of entries.
+  if (empty_rows && experts > 0) fail(f, t.name, std::to_string(experts) + " experts of empty rows");
+  const Meta m{f, f.get_string("general.architecture") + "."};
+  const int64_t want = m.has("expert_count") ? m.count("expert_count", "num_experts") : 1;  // Jamba's default
+  if (experts != want)
+    fail(f, t.name, std::to_string(experts) + " experts, but '" + m.p + "expert_count' is " + std::to_string(want));
+  if (const auto blk = split_block(t.name); blk && blk->first >= m.layers())
+    fail(f, t.name, "block " + std::to_string(blk->first) + " of the " + std::to_string(m.layers()) + " in '" + m.p +
+                        "block_count'");
+}
+
 bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string& prefix, const std::string& base,
                        std::vector<GgufHfTensor>& out, const ExpertProjNames& names) {
   const bool fused = base == "ffn_gate_up_exps";  // the converter's optional fusion: gate rows, then up rows
@@ -535,6 +548,7 @@ bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string
   if (experts > config_count_limit("num_experts"))
     throw LoadError(f.path() + ": tensor '" + t.name + "': " + std::to_string(experts) + " experts, over the " +
                     std::to_string(config_count_limit("num_experts")) + " any model has");
+  check_expert_stack(f, t, experts, t.ne[0] == 0 || t.ne[1] == 0);
   for (int64_t e = 0; e < experts; ++e) {
     GgufHfTensor x = as_stored(t, prefix + std::to_string(e) + "." + proj + ".weight");
     x.shape = {fused ? t.ne[1] / 2 : t.ne[1], t.ne[0]};

@@ -48,6 +48,7 @@ bool add_gpt_oss_tensor(const GgufFile& f, const GgufTensor& t, const std::strin
     if (experts > config_count_limit("num_local_experts"))
       gguf_hf::fail(f, t.name, std::to_string(experts) + " experts, over the " +
                                    std::to_string(config_count_limit("num_local_experts")) + " any model has");
+    gguf_hf::check_expert_stack(f, t, experts, t.ne[0] == 0);
     for (int64_t e = 0; e < experts; ++e) {
       GgufHfTensor x = gguf_hf::as_stored(t, prefix + std::to_string(e) + "." + proj + "_proj.bias");
       x.shape = {t.ne[0]};

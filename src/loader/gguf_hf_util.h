@@ -162,6 +162,10 @@ struct ExpertProjNames {
 bool add_expert_slices(const GgufFile& f, const GgufTensor& t, const std::string& prefix, const std::string& base,
                        std::vector<GgufHfTensor>& out, const ExpertProjNames& names = {});
 
+// A stack of `experts` in tensor `t` (blk.N.*): LoadError naming the tensor unless there are as many as the
+// architecture's expert_count (1 without the key), none of empty rows (`empty_rows`), in a block below block_count.
+void check_expert_stack(const GgufFile& f, const GgufTensor& t, int64_t experts, bool empty_rows);
+
 // Sorted by Hugging Face name; two GGUF tensors mapping to one name are refused (LoadError naming both).
 std::vector<GgufHfTensor> sorted_unique(const GgufFile& f, std::vector<GgufHfTensor> out);
 

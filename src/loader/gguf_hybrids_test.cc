@@ -285,6 +285,28 @@ std::vector<Malicious> catalogue() {
              {"blk.0.ffn_gate_up_exps.weight", {4, 3, 2}, 0, f32_bytes(std::vector<float>(24)), std::nullopt});
        },
        "evil.gguf: tensor 'blk.0.ffn_gate_up_exps.weight': 3 rows per expert do not split into gate and up halves"},
+      // 0 bytes each, so a 76 KB file of a thousand such stacks asked for ~45 GB of per-expert entries
+      {"qwen3moe 65536 experts of empty rows",
+       [] { return qwen3moe_with({"blk.0.ffn_gate_up_exps.weight", {0, 0, 65536}, 0, {}, std::nullopt}); },
+       "evil.gguf: tensor 'blk.0.ffn_gate_up_exps.weight': 65536 experts of empty rows", true},
+      {"qwen3moe stack of another expert count",
+       [] {
+         return qwen3moe_with({"blk.0.ffn_up_exps.weight", {4, 2, 3}, 0, f32_bytes(std::vector<float>(24)), std::nullopt});
+       },
+       "evil.gguf: tensor 'blk.0.ffn_up_exps.weight': 3 experts, but 'qwen3moe.expert_count' is 2", true},
+      {"qwen3moe experts in a block past block_count",
+       [] {
+         return qwen3moe_with({"blk.7.ffn_up_exps.weight", {4, 2, 2}, 0, f32_bytes(std::vector<float>(16)), std::nullopt});
+       },
+       "evil.gguf: tensor 'blk.7.ffn_up_exps.weight': block 7 of the 1 in 'qwen3moe.block_count'", true},
+      {"gpt-oss 65536 expert biases of empty rows",
+       [] {
+         GgufSpec s = llama_like("gpt-oss");
+         add_u32_keys(s, "gpt-oss", {{"expert_count", 2}});
+         s.tensors.push_back({"blk.0.ffn_down_exps.bias", {0, 65536}, 0, {}, std::nullopt});
+         return s;
+       },
+       "evil.gguf: tensor 'blk.0.ffn_down_exps.bias': 65536 experts of empty rows", true},
   };
 }
 

@@ -183,6 +183,11 @@ void ModelFiles::find_fp8() {
     };
     if (!blocks) blocks = read_fp8_blocks(config_);
     if (w.shape.size() != 2) fail(w.name, "an F8_E4M3 tensor must be a [rows, cols] matrix to take block scales");
+    // An empty weight takes no bytes, so the file would not bound its other dimension, nor the dequantization's
+    // tasks (one per row of blocks).
+    if (w.shape[0] <= 0 || w.shape[1] <= 0)
+      fail(w.name, "an F8_E4M3 weight must have rows and columns, got [" + std::to_string(w.shape[0]) + ", " +
+                       std::to_string(w.shape[1]) + "]");
     const std::string scale = name + "_scale_inv";  // X.weight -> X.weight_scale_inv
     const auto it = where_.find(scale);
     if (it == where_.end()) fail(w.name, "F8_E4M3 without its block scales '" + scale + "'");

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "loader/fp8_blocks.h"
 #include "loader/test_files.h"
 
 namespace attnzoo {
@@ -86,6 +89,31 @@ TEST(ModelFiles, Fp8BlockScaledWeightsAreDequantized) {
   expect_contains(error_of([&] { ModelFiles::open(dir.str()); }),
                   {"'p.weight_scale_inv'", "expected float scales [2, 2] for the [3, 5] weight 'p.weight'",
                    "2 x 4 blocks", "F32 [2, 1]"});
+}
+
+// An empty weight takes no bytes, so its other dimension is not bounded by the file: [2^63 - 1, 0] in 1 x 1 blocks
+// asked the dequantization for 2^63 - 1 tasks when read. Refused at open, naming the weight.
+TEST(ModelFiles, EmptyFp8WeightsAreRefused) {
+  ScratchDir dir;
+  write_file(dir.path() / "config.json",
+             std::string(R"({"torch_dtype": "float32", "quantization_config": {"quant_method": "fp8",
+                             "weight_block_size": [1, 1]}})"));
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{huge, 0}, {0, 3}}) {
+    write_file(dir.path() / "model.safetensors",
+               safetensors_bytes({raw_tensor("p.weight", "F8_E4M3", shape, std::vector<uint8_t>{}),
+                                  raw_tensor("p.weight_scale_inv", "F32", shape, std::vector<float>{})}));
+    expect_contains(error_of([&] { ModelFiles::open(dir.str()); }),
+                    {"model.safetensors: tensor 'p.weight'", "an F8_E4M3 weight must have rows and columns, got ["});
+  }
+}
+
+// ceil(rows / block) without forming rows + block - 1, which overflows for rows near 2^63.
+TEST(Fp8Blocks, ScaleShapeOfTheLargestSizes) {
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(fp8_scale_shape(huge, huge, {128, 1}), (std::vector<int64_t>{huge / 128 + 1, huge}));
+  EXPECT_EQ(fp8_scale_shape(256, 3, {128, 2}), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(fp8_scale_shape(0, 1, {128, 128}), (std::vector<int64_t>{0, 1}));
 }
 
 TEST(ModelFiles, Sharded) {

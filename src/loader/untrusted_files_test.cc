@@ -69,6 +69,7 @@ TEST(UntrustedFiles, ConfigValuesNoModelCanHaveAreRefusedNamingTheKey) {
       {R"({"layer_norm_eps": 0})", "layer_norm_eps"},
       {R"({"sliding_window": -5})", "sliding_window"},
       {R"({"num_attention_heads": 2.5})", "num_attention_heads"},
+      {R"({"mamba_expand": 4611686018427387904})", "mamba_expand"},  // times hidden_size, the SSM's width
   };
   for (const auto& [text, key] : cases) {
     const std::string e = load_error_of([&] { Config::parse(text, "cfg.json"); });

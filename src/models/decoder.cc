@@ -33,6 +33,21 @@ void check_shape(const ModelFiles& files, const std::string& name, std::span<con
 TensorView weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape) {
   const TensorView t = files.tensor(name);
   check_shape(files, name, std::span(t.shape.data(), size_t(t.ndim)), shape);
+  // The layers widen weights to f32 as they read them; an integer tensor (safetensors I32 / I64 / U8, GGUF I32)
+  // is no float weight, and read as one it would be zeros.
+  if (t.dtype != DType::f32 && t.dtype != DType::bf16 && t.dtype != DType::f16)
+    throw LoadError(files.source(name) + ": tensor '" + name + "': dtype " + dtype_name(t.dtype) +
+                    ", expected float32, bfloat16 or float16");
+  return t;
+}
+
+TensorView byte_weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape,
+                       const char* holds) {
+  const TensorView t = files.tensor(name);
+  check_shape(files, name, std::span(t.shape.data(), size_t(t.ndim)), shape);
+  if (t.dtype != DType::u8)
+    throw LoadError(files.source(name) + ": tensor '" + name + "': dtype " + dtype_name(t.dtype) + ", expected U8 (" +
+                    holds + ")");
   return t;
 }
 

@@ -136,8 +136,12 @@ Linear load_stacked_rows(const ModelFiles& files, const std::string& name, int64
 // The token embedding table `name` [vocab, dim], dense or block-quantized, borrowed from the mapping.
 Embedding load_embedding(const ModelFiles& files, const std::string& name, int64_t vocab, int64_t dim);
 
-// Fetches a tensor and checks its shape; LoadError names the tensor and the file holding it.
+// Fetches a float tensor (f32, bf16 or f16) and checks its shape; LoadError names the tensor and the file holding
+// it.
 TensorView weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape);
+// As weight(), for a U8 tensor of codes (gpt-oss's MXFP4 blocks and exponents); `holds` says what, in the error.
+TensorView byte_weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape,
+                       const char* holds);
 // Any tensor as stored (quantized or not), shape checked the same way.
 StoredTensor stored_weight(const ModelFiles& files, const std::string& name, std::initializer_list<int64_t> shape);
 // As weight(), but an empty view when the checkpoint has no such tensor.

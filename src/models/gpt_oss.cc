@@ -48,15 +48,11 @@ std::unique_ptr<GptOssMoe> mxfp4_experts(const ModelFiles& files, const std::str
       throw LoadError(files.source(x + "." + proj + "_blocks") + ": tensor '" + x + "." + proj + "_blocks': " +
                       std::to_string(cols) + " input features are not a whole number of 32-value MXFP4 blocks");
   const int64_t gh = H / 32, gi = I / 32;
-  const TensorView gu_blocks = weight(files, x + ".gate_up_proj_blocks", {E, 2 * I, gh, 16});
-  const TensorView gu_scales = weight(files, x + ".gate_up_proj_scales", {E, 2 * I, gh});
-  const TensorView dn_blocks = weight(files, x + ".down_proj_blocks", {E, H, gi, 16});
-  const TensorView dn_scales = weight(files, x + ".down_proj_scales", {E, H, gi});
-  for (const auto& [t, n] : {std::pair{&gu_blocks, "gate_up_proj_blocks"}, {&gu_scales, "gate_up_proj_scales"},
-                             {&dn_blocks, "down_proj_blocks"}, {&dn_scales, "down_proj_scales"}})
-    if (t->dtype != DType::u8)
-      throw LoadError(files.source(x + "." + n) + ": tensor '" + x + "." + n + "': dtype " + dtype_name(t->dtype) +
-                      ", expected U8 (MXFP4 codes / E8M0 exponents)");
+  const char* codes = "MXFP4 codes / E8M0 exponents";
+  const TensorView gu_blocks = byte_weight(files, x + ".gate_up_proj_blocks", {E, 2 * I, gh, 16}, codes);
+  const TensorView gu_scales = byte_weight(files, x + ".gate_up_proj_scales", {E, 2 * I, gh}, codes);
+  const TensorView dn_blocks = byte_weight(files, x + ".down_proj_blocks", {E, H, gi, 16}, codes);
+  const TensorView dn_scales = byte_weight(files, x + ".down_proj_scales", {E, H, gi}, codes);
   const TensorView gu_bias = weight(files, x + ".gate_up_proj_bias", {E, 2 * I});
   const TensorView dn_bias = weight(files, x + ".down_proj_bias", {E, H});
 

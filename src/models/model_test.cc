@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <tuple>
 
 #include "core/amx.h"
 #include "core/error.h"
@@ -160,6 +161,34 @@ TEST(Model, ErrorsNameTheArchitectureTensorAndFile) {
     EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
   }
   EXPECT_EQ(find_model_builder("NopeForCausalLM"), nullptr);
+}
+
+// safetensors maps I32 / I64 / U8 to integer dtypes; a norm weight stored so used to load as zeros. Refused by
+// name with its dtype.
+TEST(Model, IntegerNormWeightsAreRefusedByName) {
+  for (const auto& [tensor, dtype, name] :
+       {std::tuple{"model.norm.weight", "I32", "int32"}, {"model.layers.0.input_layernorm.weight", "I64", "int64"},
+        {"model.layers.0.post_attention_layernorm.weight", "U8", "uint8"}}) {
+    SCOPED_TRACE(tensor);
+    ScratchDir dir;
+    testing::write_file(dir.path() / "config.json", kConfig);
+    std::vector<testing::RawTensor> tensors;
+    for (const auto& [n, shape] : testing::one_layer_llama_shapes()) {
+      const int64_t count = shape.size() == 2 ? shape[0] * shape[1] : shape[0];
+      if (n != tensor) {
+        tensors.push_back(raw_tensor(n, "F32", shape, std::vector<float>(size_t(count), 0.01f)));
+        continue;
+      }
+      const size_t width = std::string(dtype) == "I64" ? 8 : std::string(dtype) == "I32" ? 4 : 1;
+      std::vector<uint8_t> ones(size_t(count) * width, 0);
+      for (int64_t i = 0; i < count; ++i) ones[size_t(i) * width] = 1;  // 1 in every element, little-endian
+      tensors.push_back(raw_tensor(n, dtype, shape, ones));
+    }
+    testing::write_file(dir.path() / "model.safetensors", testing::safetensors_bytes(tensors));
+    const std::string e = load_error(dir.str());
+    EXPECT_NE(e.find(std::string("model.safetensors: tensor '") + tensor + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find(std::string("dtype ") + name + ", expected float32, bfloat16 or float16"), std::string::npos) << e;
+  }
 }
 
 TEST(Model, RejectsABadBatch) {
