@@ -276,6 +276,22 @@ def test_malformed_oversized_and_invalid_requests(server, reference):
     assert server.raw("GET", "/health")[0] == 200  # the server lives on
 
 
+@pytest.mark.parametrize("extra, param, message", [
+    ({"stop": ["x"] * 17}, "stop", "at most 16 stop strings, got 17"),
+    ({"stop": "x" * 257}, "stop", "at most 256 bytes, got 257"),
+    ({"stop_token_ids": [7] * 257}, "stop_token_ids", "at most 256 ids, got 257"),
+    ({"logit_bias": {"7": 100, "07": 100}}, "logit_bias", 'keys "07" and "7" both name token 7'),
+])
+def test_stop_and_logit_bias_past_their_bounds_are_400s_naming_the_field(server, extra, param, message):
+    body = {"model": "tiny", "prompt": "hello", "max_tokens": 2, **extra}
+    status, err = _error(server.raw("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"}))
+    assert status == 400 and err["param"] == param and message in err["message"], err
+    # At the bounds: served.
+    r = server.client().completions.create(model="tiny", prompt="hello", max_tokens=2, stop=["x" * 256] * 16,
+                                           extra_body={"stop_token_ids": [7] * 256})
+    assert r.usage.completion_tokens >= 1
+
+
 def _idle_metrics(server):
     """/metrics once no request runs (earlier tests' requests may still be ending)."""
     deadline = time.time() + 20

@@ -222,6 +222,8 @@ def test_tool_result_turn_renders_as_transformers(server, checkpoint):
     ({"tool_choice": "required"}, "tool_choice", "needs tools"),
     ({"tools": TOOLS, "tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice",
      "response_format"),
+    ({"tools": [{"type": "function", "function": {"name": f"f{i}"}} for i in range(129)]}, "tools",
+     "at most 128 tools, got 129"),
     ({"functions": [{"name": "f"}]}, "functions", "not supported"),
     ({"function_call": "auto"}, "function_call", "not supported"),
     ({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {

@@ -11,6 +11,9 @@ namespace attnzoo::server::http {
 namespace {
 
 constexpr size_t kReadChunk = 16 << 10;
+// A body of --max-body-bytes grows the buffer to a few MiB; a keep-alive connection then idles with that much unless
+// it is let go. Up to this much is kept between requests (no reallocation for ordinary ones).
+constexpr size_t kKeptCapacity = 64 << 10;
 
 int millis_until(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -36,6 +39,8 @@ Connection::Fill Connection::fill(Clock::time_point deadline) {
   if (start_ > 0 && start_ * 2 >= buffer_.size()) {  // keep the buffer from creeping: drop what was consumed
     buffer_.erase(0, start_);
     start_ = 0;
+    if (buffer_.capacity() > kKeptCapacity && buffer_.size() <= kKeptCapacity / 2)
+      std::string(buffer_).swap(buffer_);  // (assigning a short string would keep the capacity)
   }
   for (;;) {
     const short ev = wait_for(fd_, POLLIN, deadline);
@@ -53,7 +58,8 @@ Connection::Fill Connection::fill(Clock::time_point deadline) {
 void Connection::consume(size_t n) {
   start_ = std::min(buffer_.size(), start_ + n);
   if (start_ == buffer_.size()) {
-    buffer_.clear();
+    if (buffer_.capacity() > kKeptCapacity) std::string().swap(buffer_);
+    else buffer_.clear();
     start_ = 0;
   }
 }

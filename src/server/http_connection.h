@@ -25,6 +25,9 @@ class Connection {
   // Unconsumed bytes received so far; consume(n) drops the first n of them.
   std::string_view buffered() const { return std::string_view(buffer_).substr(start_); }
   void consume(size_t n);
+  // The bytes the buffer holds allocated: what an idle keep-alive connection costs (at most 64 KiB with nothing
+  // buffered, whatever body came before).
+  size_t capacity() const { return buffer_.capacity(); }
 
   // Writes all of `data` by `deadline`; false when the peer is gone or too slow.
   bool send_all(std::string_view data, Clock::time_point deadline);

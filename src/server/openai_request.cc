@@ -1,6 +1,8 @@
 #include "server/openai_request.h"
 
 #include <cstdint>
+#include <map>
+#include <semaphore>
 #include <string>
 
 #include "answers/harmony.h"
@@ -30,11 +32,16 @@ namespace {
 
 using json::Value;
 
-std::vector<std::string> stop_strings(const Value& v) {
+std::vector<std::string> stop_strings(const Value& v, const ApiLimits& limits) {
   std::vector<std::string> out;
   if (v.is_string()) {
     out.push_back(v.as_string());
   } else if (v.is_array()) {
+    // Each sample keeps its own copy and looks for every one after each token: bounded before anything is copied.
+    if (int64_t(v.as_array().size()) > limits.max_stop)
+      throw bad_request("stop: at most " + std::to_string(limits.max_stop) + " stop strings, got " +
+                            std::to_string(v.as_array().size()),
+                        "stop");
     for (const Value& s : v.as_array()) {
       if (!s.is_string()) throw bad_request("stop: must be a string or a list of strings", "stop");
       out.push_back(s.as_string());
@@ -42,8 +49,13 @@ std::vector<std::string> stop_strings(const Value& v) {
   } else {
     throw bad_request("stop: must be a string or a list of strings", "stop");
   }
-  for (const std::string& s : out)
+  for (const std::string& s : out) {
     if (s.empty()) throw bad_request("stop: empty stop strings are not allowed", "stop");
+    if (int64_t(s.size()) > limits.max_stop_bytes)
+      throw bad_request("stop: a stop string may be at most " + std::to_string(limits.max_stop_bytes) + " bytes, got " +
+                            std::to_string(s.size()),
+                        "stop");
+  }
   return out;
 }
 
@@ -90,12 +102,12 @@ chat::Dict template_kwargs(const Value& body) {
 }
 
 std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat, const ToolRequest& tools, bool harmony,
-                                 const std::string& prefix) {
+                                 const std::string& prefix, int64_t max_values) {
   if (!chat) throw bad_request("this model has no chat template: use /v1/completions", "messages");
   const Value* m = field(body, "messages");
   if (!m || !m->is_array() || m->as_array().empty())
     throw bad_request("messages: required, a non-empty list of {role, content}", "messages");
-  const chat::Value messages = chat_messages(*m, tools.format, harmony);
+  const chat::Value messages = chat_messages(*m, tools.format, harmony, max_values);
   const chat::Dict kwargs = template_kwargs(body);
   std::string text;
   try {
@@ -148,6 +160,7 @@ std::vector<std::pair<int32_t, float>> logit_bias(const Value& v, int64_t vocab,
                           std::to_string(entries.size()),
                       "logit_bias");
   std::vector<std::pair<int32_t, float>> out;
+  std::map<int64_t, const std::string*> seen;  // id: its key
   for (const auto& [key, bias] : entries) {
     // OpenAI's keys are token ids written as decimal strings.
     int64_t id = -1;
@@ -157,6 +170,11 @@ std::vector<std::pair<int32_t, float>> logit_bias(const Value& v, int64_t vocab,
                         "logit_bias");
     if (!bias.is_number() || !(bias.as_double() >= -100 && bias.as_double() <= 100))
       throw bad_request("logit_bias: the bias of token " + key + " must be a number in [-100, 100]", "logit_bias");
+    // "7" and "07" are distinct JSON keys but one token: the biases would add up past [-100, 100].
+    if (const auto [at, fresh] = seen.emplace(id, &key); !fresh)
+      throw bad_request("logit_bias: keys \"" + *at->second + "\" and \"" + key + "\" both name token " +
+                            std::to_string(id),
+                        "logit_bias");
     out.emplace_back(int32_t(id), float(bias.as_double()));
   }
   return out;
@@ -207,12 +225,37 @@ void keep_special_tag(const tok::Tokenizer& tokenizer, std::string_view tag, Req
 
 }  // namespace
 
+int64_t body_value_limit(const ApiLimits& limits) {
+  return (limits.max_model_len > 0 ? limits.max_model_len : int64_t(1) << 20) + limits.max_body_values_beyond_context;
+}
+
+namespace {
+std::counting_semaphore<BodySlot::kLargeBodySlots> large_bodies(BodySlot::kLargeBodySlots);
+}
+
+BodySlot::BodySlot(size_t body_bytes) : held_(body_bytes > kSmallBody) {
+  if (held_) large_bodies.acquire();
+}
+
+BodySlot::~BodySlot() {
+  if (held_) large_bodies.release();
+}
+
 ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::Tokenizer& tokenizer,
                          const ChatFormat* chat, const ApiLimits& limits) {
+  const BodySlot slot(text.size());  // for as long as `body` (and the messages built from it) live
+  const int64_t max_values = body_value_limit(limits);
   Value body;
   try {
-    body = json::parse(text);
+    json::ParseOptions options;
+    options.max_values = max_values;
+    body = json::parse(text, options);
   } catch (const json::ParseError& e) {
+    // The value limit is this server's, not a flaw of the text: say so (the parser's words are "more than N values").
+    if (e.detail.starts_with("more than " + std::to_string(max_values) + " values"))
+      throw bad_request("the JSON body holds more than " + std::to_string(max_values) +
+                        " values, more than any request to this model needs (max_model_len + " +
+                        std::to_string(limits.max_body_values_beyond_context) + ")");
     throw bad_request(std::string("malformed JSON body: ") + e.what());
   }
   if (!body.is_object()) throw bad_request("the body must be a JSON object");
@@ -241,9 +284,13 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
   RequestParams& p = r.request.params;
   sampling_fields(body, p.sampling);
   if (const Value* v = field(body, "n")) p.n = int_field(*v, "n", 1, limits.max_n);
-  if (const Value* v = field(body, "stop")) p.stop = stop_strings(*v);
+  if (const Value* v = field(body, "stop")) p.stop = stop_strings(*v, limits);
   if (const Value* v = field(body, "stop_token_ids")) {
     if (!v->is_array()) throw bad_request("stop_token_ids: must be a list of token ids", "stop_token_ids");
+    if (int64_t(v->as_array().size()) > limits.max_stop_token_ids)
+      throw bad_request("stop_token_ids: at most " + std::to_string(limits.max_stop_token_ids) + " ids, got " +
+                            std::to_string(v->as_array().size()),
+                        "stop_token_ids");
     p.stop_token_ids = token_ids(*v, "stop_token_ids", int64_t(tokenizer.vocab_size()));
   }
   if (const Value* v = field(body, "ignore_eos")) p.ignore_eos = bool_field(*v, "ignore_eos");
@@ -289,8 +336,8 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
     p.json_schema = tools.schema;
     p.json_sequence = tools.sequence;
   }
-  r.request.prompt =
-      chat_endpoint ? chat_prompt(body, chat, tools, r.harmony, prefix) : completion_prompt(body, tokenizer);
+  r.request.prompt = chat_endpoint ? chat_prompt(body, chat, tools, r.harmony, prefix, max_values)
+                                    : completion_prompt(body, tokenizer);
   if (r.request.prompt.empty()) throw bad_request("prompt: encodes to no tokens", "prompt");
   // The template's end of turn is one of the chat's EOS ids (default_eos_ids), so ignore_eos ignores it too.
   if (endpoint == Endpoint::chat_completions && !p.ignore_eos)

@@ -19,18 +19,26 @@ void token_array(json::Writer& w, const std::vector<int32_t>& ids) {
   w.end_array();
 }
 
-// The request as /v1/completions or /v1/chat/completions would take it, with the same checks.
-ApiRequest parse(Endpoint endpoint, const std::string& body, const ServingState& s, const ServerOptions& options) {
+ApiLimits limits_of(const ServingState& s, const ServerOptions& options) {
   ApiLimits limits = options.limits;
   limits.max_model_len = s.engine->max_model_len();
-  ApiRequest r = parse_request(endpoint, body, *s.tokenizer, s.chat, limits);
+  return limits;
+}
+
+// The request as /v1/completions or /v1/chat/completions would take it, with the same checks.
+ApiRequest parse(Endpoint endpoint, const std::string& body, const ServingState& s, const ServerOptions& options) {
+  ApiRequest r = parse_request(endpoint, body, *s.tokenizer, s.chat, limits_of(s, options));
   if (!r.model.empty() && r.model != options.model_name)
     throw ApiError(404, "not_found_error", "The model `" + r.model + "` does not exist.", "model");
   return r;
 }
 
-bool has_messages(const std::string& body) {
-  const std::optional<json::Value> v = json::try_parse(body);  // not JSON: parse_request names the error
+// Within the same bounds as parse_request's own parse (openai_request.h).
+bool has_messages(const std::string& body, const ApiLimits& limits) {
+  const BodySlot slot(body.size());
+  json::ParseOptions bounded;
+  bounded.max_values = body_value_limit(limits);
+  const std::optional<json::Value> v = json::try_parse(body, bounded);  // not JSON: parse_request names the error
   return v && v->is_object() && v->find("messages");
 }
 
@@ -61,7 +69,8 @@ std::string RouterApi::answer(const std::string& method, const std::string& path
     w.begin_object().member("model_path", options_.model_name).member("tokenizer_path", options_.model_name);
     w.member("is_generation", true).member("max_model_len", s.engine->max_model_len()).end_object();
   } else if (path == "/tokenize") {
-    const Endpoint endpoint = has_messages(body) ? Endpoint::chat_completions : Endpoint::completions;
+    const Endpoint endpoint =
+        has_messages(body, limits_of(s, options_)) ? Endpoint::chat_completions : Endpoint::completions;
     const ApiRequest r = parse(endpoint, body, s, options_);
     w.begin_object().member("count", int64_t(r.request.prompt.size()));
     w.member("max_model_len", s.engine->max_model_len()).key("tokens");

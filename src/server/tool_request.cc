@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/json_schema_union.h"
+#include "engine/json_string_format.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -69,7 +70,40 @@ struct Tool {
   Value parameters;  // {"type": "object", "properties": {}} when the function has none
 };
 
-Tool read_tool(const Value& t, size_t i) {
+// A format's DFA is compiled once per process and shared: outside the state budget (as in engine/json_schema.cc).
+bool is_format_dfa(const StringPattern* p) {
+  static const std::set<const StringPattern*> formats = [] {
+    std::set<const StringPattern*> out;
+    for (StringFormat f : {StringFormat::date, StringFormat::time, StringFormat::date_time, StringFormat::uuid,
+                           StringFormat::ipv4, StringFormat::duration})
+      out.insert(format_pattern(f).get());
+    return out;
+  }();
+  return formats.count(p) > 0;
+}
+
+// The tools' compiled schemas against one schema's budget (tool_request.h): each compile stays within its own, so
+// the request's work stops within one schema's past the budget.
+struct ToolsBudget {
+  size_t states = 0, length_bits = 0;
+
+  void spend(const JsonSchema& schema, const std::string& at) {
+    for (const auto& p : schema.patterns)
+      if (!is_format_dfa(p.get())) states += p->next.size();
+    for (const StringLengths& l : schema.string_lengths) length_bits += l.bits.size() * 64;
+    if (states > 8 * StringPattern::kMaxStates)
+      throw bad_request(at + ": the tools' patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
+                            " DFA states in all (one schema's budget, shared by a request's tools)",
+                        "tools");
+    if (length_bits > 8 * StringLengths::kMaxBits)
+      throw bad_request(at + ": the tools' patterned strings with minLength / maxLength need over " +
+                            std::to_string(StringLengths::kMaxBits / (1 << 20)) +
+                            " MiB of tables in all (one schema's budget, shared by a request's tools)",
+                        "tools");
+  }
+};
+
+Tool read_tool(const Value& t, size_t i, ToolsBudget& budget) {
   const std::string at = "tools[" + std::to_string(i) + "]";
   const Value* type = t.is_object() ? field(t, "type") : nullptr;
   if (!type || !type->is_string() || type->as_string() != "function")
@@ -90,14 +124,16 @@ Tool read_tool(const Value& t, size_t i) {
   if (const Value* p = field(*fn, "parameters")) {
     if (!p->is_object()) throw bad_request(at + ".function.parameters: must be a JSON Schema object", "tools");
     // Compiled now, so a schema outside the subset is a 400 here rather than when a tool_choice needs it.
+    std::shared_ptr<const JsonSchema> compiled;
     try {
-      compile_json_schema(*p);
+      compiled = compile_json_schema(*p);
     } catch (const ArgumentError& e) {
       std::string what = e.what();
       const std::string stem = "response_format: json_schema at ";
       if (what.starts_with(stem)) what = what.substr(stem.size());
       throw bad_request(at + ".function.parameters at " + what, "tools");
     }
+    budget.spend(*compiled, at + ".function.parameters");
     tool.parameters = *p;
   }
   return tool;
@@ -125,7 +161,7 @@ std::string message_content(const Value& content) {
   return text;
 }
 
-chat::Value tool_calls_value(const Value& calls, size_t m, bool arguments_as_text) {
+chat::Value tool_calls_value(const Value& calls, size_t m, bool arguments_as_text, int64_t max_values) {
   const std::string at = "messages[" + std::to_string(m) + "].tool_calls";
   if (!calls.is_array()) throw bad_request(at + ": must be a list of calls", "messages");
   chat::List out;
@@ -142,8 +178,14 @@ chat::Value tool_calls_value(const Value& calls, size_t m, bool arguments_as_tex
     Value parsed = Value::make_object({});
     if (args && args->is_string()) {
       try {
-        parsed = json::parse(args->as_string());
-      } catch (const std::exception& e) {
+        json::ParseOptions options;
+        options.max_values = max_values;
+        parsed = json::parse(args->as_string(), options);
+      } catch (const json::ParseError& e) {
+        if (e.detail.starts_with("more than " + std::to_string(max_values) + " values"))
+          throw bad_request(here + ".function.arguments: more than " + std::to_string(max_values) +
+                                " JSON values, more than any request to this model needs",
+                            "messages");
         throw bad_request(here + ".function.arguments: not JSON: " + e.what(), "messages");
       }
     } else if (args) {
@@ -200,7 +242,7 @@ void check_tool_call_parser(ToolFormat format, const ChatFormat* chat, const std
                         "the prompt)");
 }
 
-chat::Value chat_messages(const Value& messages, ToolFormat format, bool harmony) {
+chat::Value chat_messages(const Value& messages, ToolFormat format, bool harmony, int64_t max_values) {
   const bool arguments_as_text = format == ToolFormat::deepseek_v3 || format == ToolFormat::deepseek_v31;
   chat::List out;
   for (size_t i = 0; i < messages.as_array().size(); ++i) {
@@ -226,7 +268,7 @@ chat::Value chat_messages(const Value& messages, ToolFormat format, bool harmony
     for (const json::Member* kv : msg.members_in_source_order()) {
       if (kv->first == "role" || kv->first == "content") continue;
       if (kv->first == "tool_calls") {
-        if (calls) m.set("tool_calls", tool_calls_value(*calls, i, arguments_as_text));
+        if (calls) m.set("tool_calls", tool_calls_value(*calls, i, arguments_as_text, max_values));
         continue;
       }
       // gpt-oss's template takes an assistant's analysis as "thinking" (transformers' name); OpenAI clients send
@@ -266,10 +308,15 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
                       "<tool_call>, Llama 3.x JSON, Mistral [TOOL_CALLS], gpt-oss harmony, DeepSeek-V3 / V3.1, Kimi-K2, "
                       "pythonic; serve's --tool-call-parser names one)",
                       "tools");
+  if (tools->as_array().size() > kMaxTools)
+    throw bad_request("tools: at most " + std::to_string(kMaxTools) + " tools, got " +
+                          std::to_string(tools->as_array().size()),
+                      "tools");
   std::vector<Tool> list;
   std::set<std::string> names;
+  ToolsBudget budget;
   for (size_t i = 0; i < tools->as_array().size(); ++i) {
-    list.push_back(read_tool(tools->as_array()[i], i));
+    list.push_back(read_tool(tools->as_array()[i], i, budget));
     if (!names.insert(list.back().name).second)
       throw bad_request("tools[" + std::to_string(i) + "].function.name: \"" + list.back().name + "\" is listed twice",
                         "tools");

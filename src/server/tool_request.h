@@ -2,6 +2,8 @@
 // The tool-calling fields of a chat request (tools, tool_choice, parallel_tool_calls) and the OpenAI messages
 // that carry calls and their results (assistant messages with tool_calls, role "tool" messages), read into what
 // the chat template and the engine need. Errors are ApiErrors (400) naming the field.
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -35,6 +37,12 @@ struct ToolRequest {
   std::shared_ptr<const JsonSequence> sequence;
 };
 
+// At most kMaxTools tools (OpenAI's limit). Each tool's parameters are compiled when read, and the schemas' DFA
+// states and length tables count against one budget for the whole request, that of one schema
+// (engine/json_schema.cc: 8 * StringPattern::kMaxStates states, 8 * StringLengths::kMaxBits bits): what makes a
+// compile costly, so a list of tools costs about what one response_format schema may, not kMaxTools times that.
+inline constexpr size_t kMaxTools = 128;
+
 // `format`: the call format the model writes (none: tools are refused naming `tools`); `template_source` decides
 // the spelling of a forced Mistral opening ("[TOOL_CALLS] [" in v0.3's template, "[TOOL_CALLS][" in Nemo's).
 ToolRequest parse_tool_fields(const json::Value& body, bool chat_endpoint, answers::ToolFormat format,
@@ -52,8 +60,9 @@ void check_tool_call_parser(answers::ToolFormat format, const ChatFormat* chat, 
 // "arguments" JSON text parsed into an object (as vLLM does, so templates write it with tojson), other keys as sent.
 // `format` DeepSeek's: their templates join the arguments to strings with '+', so they stay the JSON text as sent
 // (checked to be an object all the same). `harmony` (gpt-oss's template): an assistant's reasoning_content /
-// reasoning becomes its "thinking", and content null beside tool_calls is left out.
+// reasoning becomes its "thinking", and content null beside tool_calls is left out. `max_values`: the most JSON
+// values one call's arguments text may hold (the body's own limit, openai_request.h's body_value_limit).
 chat::Value chat_messages(const json::Value& messages, answers::ToolFormat format = answers::ToolFormat::none,
-                          bool harmony = false);
+                          bool harmony = false, int64_t max_values = json::ParseOptions{}.max_values);
 
 }  // namespace attnzoo::server

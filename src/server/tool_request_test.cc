@@ -103,6 +103,61 @@ TEST(ToolFields, RefusalsNameTheField) {
   EXPECT_EQ(fields_error("{\"tool_choice\": \"none\"}"), "");
 }
 
+// At most kMaxTools tools; past it a 400 naming tools, before any of their schemas is compiled.
+TEST(ToolFields, ToolsAreAtMostKMaxTools) {
+  const auto tools = [](size_t count) {
+    std::string list;
+    for (size_t i = 0; i < count; ++i)
+      list += (i ? ", " : "") + std::string(R"({"type": "function", "function": {"name": "f)") + std::to_string(i) +
+              R"(", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}})";
+    return "{\"tools\": [" + list + "]}";
+  };
+  EXPECT_EQ(fields_error(tools(kMaxTools)), "");
+  EXPECT_EQ(fields_error(tools(kMaxTools + 1)), "tools: tools: at most 128 tools, got 129");
+}
+
+// The tools' schemas share one schema's compile budget: each of these two fits alone (10,000 pattern states of the
+// 16,384 one schema may use), the second beside the first is refused naming it.
+TEST(ToolFields, ToolsShareOneSchemaBudget) {
+  std::string properties;
+  for (const char* p : {"a", "b", "c", "d", "e"})
+    properties += std::string(properties.empty() ? "" : ", ") + "\"" + p +
+                  R"(": {"type": "string", "pattern": "^x{1000}y{999}$"})";  // 2,000 states
+  const auto tool = [&](const std::string& name) {
+    return R"({"type": "function", "function": {"name": ")" + name +
+           R"(", "parameters": {"type": "object", "properties": {)" + properties + "}}}}";
+  };
+  EXPECT_EQ(fields_error("{\"tools\": [" + tool("one") + "]}"), "");
+  const std::string both = fields_error("{\"tools\": [" + tool("one") + ", " + tool("two") + "]}");
+  EXPECT_NE(both.find("tools: tools[1].function.parameters: the tools' patterns need more than 16384 DFA states"),
+            std::string::npos)
+      << both;
+  // Formats' DFAs are shared by the process: any number of tools may use them.
+  std::string dated;
+  for (size_t i = 0; i < kMaxTools; ++i)
+    dated += (i ? ", " : "") + std::string(R"({"type": "function", "function": {"name": "f)") + std::to_string(i) +
+             R"(", "parameters": {"type": "object", "properties": {"d": {"type": "string", "format": "date-time"}}}}})";
+  EXPECT_EQ(fields_error("{\"tools\": [" + dated + "]}"), "");
+}
+
+// A call's arguments text in the history is parsed within the body's value limit (openai_request.h).
+TEST(ToolMessages, ArgumentsTextIsBoundedLikeTheBody) {
+  std::string zeros;
+  for (int i = 0; i < 200; ++i) zeros += i ? ",0" : "0";
+  const std::string messages = R"([{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments":
+      "{\"a\": [)" + zeros + R"(]}"}}]}])";
+  EXPECT_NO_THROW(chat_messages(json::parse(messages), ToolFormat::hermes, false, 1000));
+  try {
+    chat_messages(json::parse(messages), ToolFormat::hermes, false, 100);
+    ADD_FAILURE();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param, "messages");
+    EXPECT_NE(std::string(e.what()).find("messages[0].tool_calls[0].function.arguments: more than 100 JSON values"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ToolMessages, CallsAndResults) {
   const chat::Value m = chat_messages(json::parse(R"([
       {"role": "user", "content": "weather?"},
