@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "server/descriptor_budget.h"
+
 namespace attnzoo::server::http {
 namespace {
 
@@ -126,6 +128,10 @@ Server::~Server() {
 }
 
 int Server::bind() {
+  std::string notice;
+  options_.max_connections = fit_descriptor_limit(options_.max_connections, kMaxRefused, notice);
+  options_.max_connections_per_client = std::min(options_.max_connections_per_client, options_.max_connections);
+  if (!notice.empty()) std::fprintf(stderr, "attnzoo serve: %s\n", notice.c_str());
   const std::string where = options_.host + ":" + std::to_string(options_.port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
