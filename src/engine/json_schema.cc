@@ -76,7 +76,8 @@ struct Union {
 
 class Compiler {
  public:
-  explicit Compiler(const Value& root) : root_(root), g_(std::make_shared<JsonSchema>()) {}
+  Compiler(const Value& root, SchemaBudget* shared)
+      : root_(root), g_(std::make_shared<JsonSchema>()), budget_(shared ? *shared : own_) {}
 
   std::shared_ptr<const JsonSchema> run() {
     g_->root = position(root_, "");
@@ -333,8 +334,8 @@ class Compiler {
         g_->string_lengths.push_back(string_lengths(*g_->patterns[n.pattern], n.min, n.max, pointer));
         n.lengths = uint16_t(g_->string_lengths.size() - 1);
         // A request's length tables stay within 4 MiB in all, as its patterns' DFAs do within 8 MiB.
-        length_words_ += g_->string_lengths.back().bits.size();
-        if (length_words_ * 64 > 8 * StringLengths::kMaxBits)
+        budget_.length_words += g_->string_lengths.back().bits.size();
+        if (budget_.length_words * 64 > 8 * StringLengths::kMaxBits)
           refuse(pointer, "the schema's patterned strings with minLength / maxLength need over 4 MiB of tables");
       }
     } else if (type == "number" || type == "integer") {
@@ -439,8 +440,8 @@ class Compiler {
   // Each DFA state is a 512-byte row: the DFAs a request compiles (kept, or the patternProperties a key DFA is the
   // product of, counted as each is compiled) stay within 8 MiB in all.
   void spend_states(const StringPattern& dfa, const std::string& at) {
-    pattern_states_ += dfa.next.size();
-    if (pattern_states_ > 8 * StringPattern::kMaxStates)
+    budget_.pattern_states += dfa.next.size();
+    if (budget_.pattern_states > 8 * StringPattern::kMaxStates)
       refuse(at, "the schema's patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
                      " DFA states in all");
   }
@@ -547,11 +548,14 @@ class Compiler {
   std::vector<std::pair<std::string, std::vector<uint16_t>>> one_of_;  // each oneOf's pointer and branch positions
   std::map<uint16_t, std::vector<std::string>> literal_texts_;
   uint16_t any_ = kNone;
-  size_t pattern_states_ = 0, length_words_ = 0;
+  SchemaBudget own_;
+  SchemaBudget& budget_;  // own_, or the one a request's schemas share
 };
 
 }  // namespace
 
-std::shared_ptr<const JsonSchema> compile_json_schema(const Value& schema) { return Compiler(schema).run(); }
+std::shared_ptr<const JsonSchema> compile_json_schema(const Value& schema, SchemaBudget* shared) {
+  return Compiler(schema, shared).run();
+}
 
 }  // namespace attnzoo

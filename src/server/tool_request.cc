@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "engine/chat_turns.h"
 #include "engine/json_schema_union.h"
-#include "engine/json_string_format.h"
 #include "loader/json_writer.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -70,40 +69,7 @@ struct Tool {
   Value parameters;  // {"type": "object", "properties": {}} when the function has none
 };
 
-// A format's DFA is compiled once per process and shared: outside the state budget (as in engine/json_schema.cc).
-bool is_format_dfa(const StringPattern* p) {
-  static const std::set<const StringPattern*> formats = [] {
-    std::set<const StringPattern*> out;
-    for (StringFormat f : {StringFormat::date, StringFormat::time, StringFormat::date_time, StringFormat::uuid,
-                           StringFormat::ipv4, StringFormat::duration})
-      out.insert(format_pattern(f).get());
-    return out;
-  }();
-  return formats.count(p) > 0;
-}
-
-// The tools' compiled schemas against one schema's budget (tool_request.h): each compile stays within its own, so
-// the request's work stops within one schema's past the budget.
-struct ToolsBudget {
-  size_t states = 0, length_bits = 0;
-
-  void spend(const JsonSchema& schema, const std::string& at) {
-    for (const auto& p : schema.patterns)
-      if (!is_format_dfa(p.get())) states += p->next.size();
-    for (const StringLengths& l : schema.string_lengths) length_bits += l.bits.size() * 64;
-    if (states > 8 * StringPattern::kMaxStates)
-      throw bad_request(at + ": the tools' patterns need more than " + std::to_string(8 * StringPattern::kMaxStates) +
-                            " DFA states in all (one schema's budget, shared by a request's tools)",
-                        "tools");
-    if (length_bits > 8 * StringLengths::kMaxBits)
-      throw bad_request(at + ": the tools' patterned strings with minLength / maxLength need over " +
-                            std::to_string(StringLengths::kMaxBits / (1 << 20)) +
-                            " MiB of tables in all (one schema's budget, shared by a request's tools)",
-                        "tools");
-  }
-};
-
-Tool read_tool(const Value& t, size_t i, ToolsBudget& budget) {
+Tool read_tool(const Value& t, size_t i, SchemaBudget& budget) {
   const std::string at = "tools[" + std::to_string(i) + "]";
   const Value* type = t.is_object() ? field(t, "type") : nullptr;
   if (!type || !type->is_string() || type->as_string() != "function")
@@ -124,16 +90,14 @@ Tool read_tool(const Value& t, size_t i, ToolsBudget& budget) {
   if (const Value* p = field(*fn, "parameters")) {
     if (!p->is_object()) throw bad_request(at + ".function.parameters: must be a JSON Schema object", "tools");
     // Compiled now, so a schema outside the subset is a 400 here rather than when a tool_choice needs it.
-    std::shared_ptr<const JsonSchema> compiled;
     try {
-      compiled = compile_json_schema(*p);
+      compile_json_schema(*p, &budget);  // the request's tools share one schema's budget (tool_request.h)
     } catch (const ArgumentError& e) {
       std::string what = e.what();
       const std::string stem = "response_format: json_schema at ";
       if (what.starts_with(stem)) what = what.substr(stem.size());
       throw bad_request(at + ".function.parameters at " + what, "tools");
     }
-    budget.spend(*compiled, at + ".function.parameters");
     tool.parameters = *p;
   }
   return tool;
@@ -314,7 +278,7 @@ ToolRequest parse_tool_fields(const Value& body, bool chat_endpoint, ToolFormat 
                       "tools");
   std::vector<Tool> list;
   std::set<std::string> names;
-  ToolsBudget budget;
+  SchemaBudget budget;
   for (size_t i = 0; i < tools->as_array().size(); ++i) {
     list.push_back(read_tool(tools->as_array()[i], i, budget));
     if (!names.insert(list.back().name).second)
