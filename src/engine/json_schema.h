@@ -142,14 +142,14 @@ struct JsonSchema {
   uint32_t add_trie(const std::vector<std::string>& words, bool keys);
 };
 
-// Compiles `schema` (the "schema" member of response_format.json_schema). Throws ArgumentError
-// "response_format: ..." naming the unsupported keyword (or the problem) and its JSON pointer.
 // What schemas may compile in all, counted as each DFA or length table is built: 8 x StringPattern::kMaxStates
 // pattern states (formats' shared DFAs outside it) and 8 x StringLengths::kMaxBits of length tables. One schema has
 // its own; a request's tools pass one they share, so a request's work stays within one schema's however many tools.
 struct SchemaBudget {
   size_t pattern_states = 0, length_words = 0;
 };
+// Compiles `schema` (the "schema" member of response_format.json_schema), within `shared` where given. Throws
+// ArgumentError "response_format: ..." naming the unsupported keyword (or the problem) and its JSON pointer.
 std::shared_ptr<const JsonSchema> compile_json_schema(const json::Value& schema, SchemaBudget* shared = nullptr);
 
 }  // namespace attnzoo

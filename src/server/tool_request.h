@@ -38,9 +38,9 @@ struct ToolRequest {
 };
 
 // At most kMaxTools tools (OpenAI's limit). Each tool's parameters are compiled when read, and the schemas' DFA
-// states and length tables count against one budget for the whole request, that of one schema
-// (engine/json_schema.cc: 8 * StringPattern::kMaxStates states, 8 * StringLengths::kMaxBits bits): what makes a
-// compile costly, so a list of tools costs about what one response_format schema may, not kMaxTools times that.
+// states and length tables count against one budget for the whole request, that of one schema (engine/json_schema.h,
+// SchemaBudget): what makes a compile costly, so a list of tools costs about what one response_format schema may,
+// not kMaxTools times that.
 inline constexpr size_t kMaxTools = 128;
 
 // `format`: the call format the model writes (none: tools are refused naming `tools`); `template_source` decides
