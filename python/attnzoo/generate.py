@@ -2,7 +2,7 @@
 
 ``sample`` draws token ids from logits with Hugging Face's processing order (repetition penalty, presence /
 frequency penalties, temperature, top-k, top-p, min-p); ``temperature=0`` is greedy. A seed gives the same
-tokens on every machine (the generator is attnzoo's own xoshiro256**).
+tokens on every machine: the i-th token of a sample is decided by a draw keyed by (seed, i), attnzoo's own.
 
 ``generate`` runs a model through its Python API (``model.new_sequence()``, ``model.forward(ids, seq=state)`` ->
 logits ``[T, vocab]``): the prompt is prefilled once, then each sampled token is fed back alone, reusing the

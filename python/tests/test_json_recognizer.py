@@ -5,8 +5,9 @@ continuation makes one valid JSON object, and calls complete exactly the strings
 The oracle knows nothing of the recognizer's states: it asks json.loads whether the string, followed by one of a
 fixed set of fillers and then the closers of whatever brackets a plain scan finds open, is an object. The fillers
 cover every way a prefix can stop short of a value's end (a half literal, a number needing a digit, an open
-string, escape or character, a key without its value). Two bounds of the recognizer are stated here too: at most
-64 nested containers and at most 20 whitespace bytes in a row outside strings, and nothing after the object."""
+string, escape or character, a key without its value). The bounds of the recognizer are stated here too: at most
+64 nested containers, at most 20 whitespace bytes in a row outside strings, nothing after the object, and numbers a
+double holds (at most 20 integer, 200 fraction and 2 exponent digits)."""
 import json
 import random
 
@@ -16,6 +17,7 @@ from attnzoo import _core
 
 MAX_DEPTH = 64
 MAX_WS = 20
+MAX_DIGITS = {"integer": 20, "fraction": 200, "exponent": 2}
 WS = b" \t\n\r"
 
 _TAILS = [b"", b"0", b'"', b'":0', b":0", b'"a":0', b"{", b"rue", b"ue", b"e", b"alse", b"lse", b"se", b"ull", b"ll",
@@ -39,10 +41,20 @@ def is_object(text):
 
 def scan(text):
     """Open brackets outside strings (a plain scan, no grammar), the longest whitespace run outside strings,
-    whether the top-level container closed before the end, and the deepest nesting."""
+    whether the top-level container closed before the end or a number has more digits in a part than allowed, and
+    the deepest nesting."""
     stack, in_string, escape, run, longest, closed_early, deepest = [], False, False, 0, 0, False, 0
+    part, digits = None, 0  # outside strings, digits only occur in numbers
     for i, b in enumerate(text):
         c = bytes([b])
+        if not in_string:
+            if c.isdigit():
+                part, digits = part or "integer", digits + 1
+                closed_early |= digits > MAX_DIGITS[part]
+            elif part and c in b".eE":
+                part, digits = "fraction" if c == b"." else "exponent", 0
+            elif not (part == "exponent" and c in b"+-"):
+                part, digits = ("integer" if c == b"-" else None), 0
         if in_string:
             if escape:
                 escape = False

@@ -142,12 +142,16 @@ def test_decimal_steps_on_integers_and_unbounded():
         assert prefix_state({"type": "number", "multipleOf": 0.1}, text)[0::2] == (n, end), text
 
 
-def test_unbounded_sides_reach_any_size():
-    for schema, text in [({"type": "number", "minimum": 5}, "123456789012345678901234567.5"),
-                         ({"type": "number", "exclusiveMaximum": -7.5}, "-99999999999999999999999999"),
+def test_unbounded_sides_reach_the_digit_bound():
+    """An unbounded side reaches as far as any number goes: 20 integer digits (every number is a finite double)."""
+    for schema, text in [({"type": "number", "minimum": 5}, "12345678901234567890.5"),
+                         ({"type": "number", "exclusiveMaximum": -7.5}, "-99999999999999999999"),
                          ({"type": "integer", "minimum": -3}, "9223372036854775807")]:
         n, complete, can_end = prefix_state(schema, text)
         assert n == len(text) and can_end, (schema, text)
+        if schema["type"] == "number":  # (a bounded integer stays within int64, tested below)
+            sign = "-" if text.startswith("-") else ""
+            assert prefix_state(schema, sign + "9" * 21)[0] == len(sign) + 20, schema  # the 21st digit is refused
 
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1

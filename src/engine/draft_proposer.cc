@@ -19,8 +19,7 @@ DraftProposer::DraftProposer(LogitsSource& draft, int64_t target_vocab) : draft_
   require(draft.can_speculate(), "draft_model", "cannot roll back, so it cannot draft");
 }
 
-void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const SamplingParams& sampling, Rng& rng,
-                            Proposal& out) {
+void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const Sampler& target, Proposal& out) {
   out.tokens.clear();
   out.q.clear();
   if (context.empty() || k <= 0) return;
@@ -41,7 +40,7 @@ void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const S
   }
   seen_.resize(size_t(common));
   const int64_t V = draft_.vocab_size();
-  Sampler processing(sampling);  // the target's parameters; its own draws are never used
+  Sampler processing(target.params());  // the target's parameters; its own draws are never used
   logits_.resize(size_t(V));
   // Padding rows differ between checkpoints: a token past the draft's table (the target sampled one of its
   // padding ids) goes to the draft as id 0. Its guesses only get worse; exactness never depends on them.
@@ -68,7 +67,8 @@ void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const S
     for (float x : q) mass += double(x);
     if (!(mass > 0.0)) break;  // every bit of the draft's mass lies on ids the target lacks
     if (shared_vocab < V) for (float& x : q) x = float(double(x) / mass);
-    const int32_t d = draw_from_probabilities(q, rng);
+    const double u = keyed_uniform(target.params().seed, uint64_t(target.position() + i), DrawPurpose::guess);
+    const int32_t d = draw_from_probabilities(q, u);
     out.tokens.push_back(d);
     out.q.push_back(std::move(q));
     ctx.push_back(d);
@@ -82,9 +82,8 @@ namespace {
 class ModelDraftProposer : public Proposer {
  public:
   ModelDraftProposer(const Model& draft, int64_t target_vocab) : sequence_(draft), inner_(sequence_, target_vocab) {}
-  void propose(std::span<const int32_t> context, int64_t k, const SamplingParams& sampling, Rng& rng,
-               Proposal& out) override {
-    inner_.propose(context, k, sampling, rng, out);
+  void propose(std::span<const int32_t> context, int64_t k, const Sampler& target, Proposal& out) override {
+    inner_.propose(context, k, target, out);
   }
 
  private:

@@ -18,8 +18,7 @@ class DraftProposer : public Proposer {
   // vocabulary size; a draft's may differ by padding rows only: ArgumentError ("draft_model") when they differ by
   // more than 1/64 of the larger, a different tokenizer for sure. Guesses are drawn only from the ids both hold.
   DraftProposer(LogitsSource& draft, int64_t target_vocab);
-  void propose(std::span<const int32_t> context, int64_t k, const SamplingParams& sampling, Rng& rng,
-               Proposal& out) override;
+  void propose(std::span<const int32_t> context, int64_t k, const Sampler& target, Proposal& out) override;
 
  private:
   LogitsSource& draft_;

@@ -118,7 +118,7 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
       // Guesses past max_new_tokens or the last position would be thrown away: do not ask for them.
       int64_t k = std::min(options.num_speculative_tokens, options.max_new_tokens - int64_t(result.tokens.size()) - 1);
       if (max_positions > 0) k = std::min<int64_t>(k, max_positions - 1 - int64_t(context.size()));
-      if (k > 0) options.proposer->propose(context, k, options.sampling, sampler.rng(), proposal);
+      if (k > 0) options.proposer->propose(context, k, sampler, proposal);
     }
     if (proposal.tokens.empty()) {
       model.append(std::span<const int32_t>(&id, 1), logits);

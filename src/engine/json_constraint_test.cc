@@ -12,6 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/json_schema.h"
+#include "engine/json_schema_recognizer.h"
+#include "loader/json.h"
+#include "loader/json_try_parse.h"
+
 namespace attnzoo {
 namespace {
 
@@ -75,6 +80,45 @@ TEST(JsonConstraint, MaskRowKeepsOnlyTheAllowedIds) {
   }
   EXPECT_EQ(row[1], -1.f);
   EXPECT_EQ(row[4], 4.f);
+}
+
+// Numbers stay finite, normal doubles (json_lexeme.h's digit bounds), in JSON mode and under a schema: a sampled
+// 1e400 or a 400-digit integer would be text that parsers read differently (attnzoo's own refuses it).
+TEST(JsonConstraint, NumbersStayWithinADouble) {
+  const auto schema = compile_json_schema(json::parse(R"({"type": "object", "properties": {"a": {"type": "number"}}})"));
+  const auto integer = compile_json_schema(json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}}})"));
+  const std::string nines(20, '9'), fraction(199, '0');
+  struct Case { std::string number; bool whole; };
+  // whole: the number as written is accepted; otherwise its last byte is the one refused.
+  const std::vector<Case> cases = {
+      {nines, true}, {nines + "9", false}, {"-" + nines, true}, {"-" + nines + "0", false},
+      {"1e99", true}, {"1e100", false}, {"2E-99", true}, {"3e+999", false}, {"1.5e+12", true},
+      {"0." + fraction + "1", true}, {"0." + fraction + "12", false}, {nines + "." + fraction + "9e99", true},
+      {"-0." + fraction + "1e-99", true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.number);
+    const std::string head = "{\"a\": ", body = head + c.number;
+    JsonRecognizer mode;
+    JsonSchemaRecognizer typed(*schema);
+    const std::string prefix = body.substr(0, body.size() - 1);
+    ASSERT_TRUE(mode.push(std::string_view(prefix)));
+    ASSERT_TRUE(typed.push(std::string_view(prefix)));
+    const uint8_t last = uint8_t(body.back());
+    EXPECT_EQ(mode.push(last), c.whole);
+    EXPECT_EQ(typed.push(last), c.whole);
+    if (!c.whole) continue;
+    ASSERT_TRUE(mode.push('}') && typed.push('}'));
+    EXPECT_TRUE(mode.complete() && typed.complete());
+    const auto v = json::try_parse(body + "}");
+    ASSERT_TRUE(v.has_value()) << "the loader's parse refuses what the recognizer let through";
+    const double d = v->find("a")->as_double();
+    EXPECT_TRUE(std::isfinite(d) && (d != 0 || c.number.find_first_of("123456789") == std::string::npos));
+  }
+  JsonSchemaRecognizer whole(*integer);
+  ASSERT_TRUE(whole.push(std::string_view("{\"a\": " + nines)));
+  EXPECT_FALSE(whole.push('0'));
+  EXPECT_TRUE(whole.push('}'));
 }
 
 TEST(JsonConstraint, RecognizerPushOfARejectedStringLeavesTheStateAlone) {

@@ -48,31 +48,52 @@ inline bool number_may_end(Number s) {
   return s == Number::zero || s == Number::integer || s == Number::fraction || s == Number::exponent_digits;
 }
 
+// The digits a number's parts may have: every number generated is then a finite, normal double (at most about
+// 1e119, at least 1e-299 unless 0), as I-JSON (RFC 7493) asks of interoperable JSON. RFC 8259's grammar alone
+// allows 1e400, which a double cannot hold: parsers then disagree (infinity, an error), attnzoo's own refuses it.
+// 20 integer digits hold every 64-bit integer.
+constexpr uint8_t kMaxIntegerDigits = 20, kMaxFractionDigits = 200, kMaxExponentDigits = 2;
+
+// The first byte of a number ('-' or a digit) as a state, with the digits its part has so far.
+template <class Count>
+Number number_start(uint8_t b, Count& digits) {
+  digits = b == '-' ? 0 : 1;
+  return b == '-' ? Number::minus : b == '0' ? Number::zero : Number::integer;
+}
+
 // What byte b does to a number in state s: kept (s moved on), ended (b is not the number's and the number may end
-// before it), or refused. integer_only: no fraction or exponent (a schema's "integer").
+// before it), or refused. `digits` counts the current part's digits (number_start set it). integer_only: no
+// fraction or exponent (a schema's "integer").
 enum class NumberStep : uint8_t { kept, ended, refused };
-inline NumberStep number_byte(Number& s, uint8_t b, bool integer_only) {
+template <class Count>
+NumberStep number_byte(Number& s, Count& digits, uint8_t b, bool integer_only) {
   const bool digit = is_digit(b), e = b == 'e' || b == 'E';
-  auto to = [&s](Number next) {
+  auto to = [&](Number next, Count count) {
     s = next;
+    digits = count;
+    return NumberStep::kept;
+  };
+  auto more = [&](Count most) {
+    if (digits >= most) return NumberStep::refused;
+    ++digits;
     return NumberStep::kept;
   };
   switch (s) {
-    case Number::minus: return digit ? to(b == '0' ? Number::zero : Number::integer) : NumberStep::refused;
+    case Number::minus: return digit ? to(b == '0' ? Number::zero : Number::integer, 1) : NumberStep::refused;
     case Number::zero:
     case Number::integer:
-      if (digit) return s == Number::integer ? NumberStep::kept : NumberStep::refused;
-      if (b == '.' || e) return integer_only ? NumberStep::refused : to(e ? Number::exponent : Number::dot);
+      if (digit) return s == Number::integer ? more(kMaxIntegerDigits) : NumberStep::refused;
+      if (b == '.' || e) return integer_only ? NumberStep::refused : to(e ? Number::exponent : Number::dot, 0);
       return NumberStep::ended;
-    case Number::dot: return digit ? to(Number::fraction) : NumberStep::refused;
+    case Number::dot: return digit ? to(Number::fraction, 1) : NumberStep::refused;
     case Number::fraction:
-      if (digit) return NumberStep::kept;
-      return e ? to(Number::exponent) : NumberStep::ended;
+      if (digit) return more(kMaxFractionDigits);
+      return e ? to(Number::exponent, 0) : NumberStep::ended;
     case Number::exponent:
-      if (b == '+' || b == '-') return to(Number::exponent_sign);
-      return digit ? to(Number::exponent_digits) : NumberStep::refused;
-    case Number::exponent_sign: return digit ? to(Number::exponent_digits) : NumberStep::refused;
-    case Number::exponent_digits: return digit ? NumberStep::kept : NumberStep::ended;
+      if (b == '+' || b == '-') return to(Number::exponent_sign, 0);
+      return digit ? to(Number::exponent_digits, 1) : NumberStep::refused;
+    case Number::exponent_sign: return digit ? to(Number::exponent_digits, 1) : NumberStep::refused;
+    case Number::exponent_digits: return digit ? more(kMaxExponentDigits) : NumberStep::ended;
   }
   return NumberStep::refused;
 }

@@ -47,16 +47,14 @@ bool JsonRecognizer::begin_value(uint8_t b) {
       mode_ = Mode::string;
       key_ = false;
       return true;
-    case '-': mode_ = Mode::minus; return true;
-    case '0': mode_ = Mode::zero; return true;
     case 't': case 'f': case 'n':
       mode_ = Mode::literal;
       literal_ = b == 't' ? 0 : b == 'f' ? 1 : 2;
       aux_ = 1;
       return true;
     default:
-      if (b >= '1' && b <= '9') {
-        mode_ = Mode::integer;
+      if (b == '-' || is_digit(b)) {
+        mode_ = Mode(uint8_t(Mode::minus) + uint8_t(number_start(b, digits_)));
         return true;
       }
       return false;
@@ -163,7 +161,7 @@ bool JsonRecognizer::push(uint8_t b) {
         // A number's modes are json_lexeme::Number's states in order: they convert by an offset.
         static_assert(uint8_t(Mode::exponent_digits) - uint8_t(Mode::minus) == uint8_t(Number::exponent_digits));
         Number n = Number(uint8_t(m) - uint8_t(Mode::minus));
-        switch (number_byte(n, b, /*integer_only=*/false)) {
+        switch (number_byte(n, digits_, b, /*integer_only=*/false)) {
           case NumberStep::kept: mode_ = Mode(uint8_t(Mode::minus) + uint8_t(n)), ok = true; break;
           case NumberStep::ended: ok = after_number(b); break;
           case NumberStep::refused: break;

@@ -4,8 +4,9 @@
 // copy it freely while it tries every vocabulary token's bytes (engine/json_constraint.h).
 //
 // push(b) accepts b iff the bytes so far, b included, are still a prefix of some valid document within the
-// recognizer's two bounds: nesting depth at most kMaxDepth, and at most kMaxWhitespace whitespace bytes in a row
-// outside strings (as llama.cpp's JSON grammar bounds them, so a model cannot loop on spaces). Strings must be
+// recognizer's bounds: nesting depth at most kMaxDepth, at most kMaxWhitespace whitespace bytes in a row outside
+// strings (as llama.cpp's JSON grammar bounds them, so a model cannot loop on spaces), and numbers a double holds
+// (json_lexeme.h: at most 20 integer, 200 fraction and 2 exponent digits). Strings must be
 // valid UTF-8 (no overlong forms, no encoded surrogates); control bytes in strings are refused, as RFC 8259 says.
 // Once the top-level object closes the document is complete and no further byte is accepted.
 #include <cstddef>
@@ -73,6 +74,7 @@ class JsonRecognizer {
   uint8_t depth_ = 0;
   Mode mode_ = Mode::start;
   uint8_t aux_ = 0, lo_ = 0, hi_ = 0, literal_ = 0, ws_ = 0;
+  uint8_t digits_ = 0;  // a number's current part: its digits so far (json_lexeme::number_byte)
   bool key_ = false;
 };
 

@@ -155,7 +155,7 @@ bool JsonSchemaRecognizer::begin_value(uint8_t b) {
     case Kind::number:
     case Kind::integer:
       want_ = id;
-      mode_ = b == '-' ? Mode::minus : b == '0' ? Mode::zero : Mode::integer;
+      mode_ = Mode(uint8_t(Mode::minus) + uint8_t(number_start(b, len_)));
       if (n.bounds == JsonSchema::kNone) return true;
       num_ = NumberSoFar{};
       num_.negative = b == '-';
@@ -488,7 +488,7 @@ bool JsonSchemaRecognizer::push(uint8_t b) {
         Number n = Number(uint8_t(m) - uint8_t(Mode::minus));
         const bool bounded = node(want_).bounds != JsonSchema::kNone;
         if (bounded && (b == 'e' || b == 'E')) break;  // no exponent beside bounds
-        switch (number_byte(n, b, integer_only)) {
+        switch (number_byte(n, len_, b, integer_only)) {
           case NumberStep::kept:
             mode_ = Mode(uint8_t(Mode::minus) + uint8_t(n));
             ok = !bounded || bounded_number_byte(b, mode_);

@@ -140,7 +140,7 @@ class JsonSchemaRecognizer {
     EmailSoFar email_;   // an email address's characters (engine/json_string_format.h)
     uint16_t state_;     // a pattern's DFA state (engine/json_string_pattern.h)
   };
-  uint32_t lit_ = 0, len_ = 0;
+  uint32_t lit_ = 0, len_ = 0;  // len_: a string's characters so far, or a number's current part's digits
   uint16_t want_;
   uint8_t depth_ = 0, aux_ = 0, lo_ = 0, hi_ = 0;
   Mode mode_ = Mode::value;

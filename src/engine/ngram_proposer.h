@@ -1,7 +1,7 @@
 #pragma once
 // Prompt lookup (vLLM's "ngram" method): the last n tokens of the context are searched for earlier in the prompt
 // and output, n from prompt_lookup_max down to prompt_lookup_min; the first (earliest) match proposes the up to
-// k tokens that followed it. Guesses are deterministic, so verification treats each as a point mass.
+// k tokens that followed it. Guesses are deterministic: verification keeps one when the position's own draw picks it.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -17,7 +17,7 @@ std::vector<int32_t> ngram_lookup(std::span<const int32_t> context, int64_t k, i
 class NgramProposer : public Proposer {
  public:
   NgramProposer(int64_t n_min, int64_t n_max) : n_min_(n_min), n_max_(n_max) {}
-  void propose(std::span<const int32_t> context, int64_t k, const SamplingParams&, Rng&, Proposal& out) override {
+  void propose(std::span<const int32_t> context, int64_t k, const Sampler&, Proposal& out) override {
     out.tokens = ngram_lookup(context, k, n_min_, n_max_);
     out.q.clear();
   }

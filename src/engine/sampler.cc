@@ -25,14 +25,14 @@ void SamplingParams::validate() const {
 
 namespace {
 
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+
+// splitmix64's output function: a bijection whose outputs over a counter pass BigCrush.
+uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 // Candidates ordered by logit, largest first; equal logits by id, so the order (and every draw that depends on
 // it) is a total order that no library's sort can change.
@@ -43,23 +43,13 @@ struct ByLogitDescending {
 
 }  // namespace
 
-Rng::Rng(uint64_t seed) {
-  for (auto& s : s_) s = splitmix64(seed);
+double keyed_uniform(uint64_t seed, uint64_t index, DrawPurpose purpose) {
+  // Each (seed, purpose) is a splitmix64 sequence of its own, read at `index`: its start is mixed so that seeds
+  // a step apart (the n samples of a request use seed + i) start unrelated sequences. The step stays the golden
+  // gamma splitmix64 is tested with (interleaving the purposes as a stride of 4 gammas failed a chi-square test).
+  const uint64_t start = mix64(seed * 4 + uint64_t(purpose) + kGolden);
+  return double(mix64(start + (index + 1) * kGolden) >> 11) * 0x1.0p-53;
 }
-
-uint64_t Rng::next() {
-  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
-}
-
-double Rng::uniform() { return double(next() >> 11) * 0x1.0p-53; }
 
 void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> context, const SamplingParams& p) {
   // Checked even when no penalty is on: an id outside the vocabulary is a caller's bug worth reporting.
@@ -81,7 +71,14 @@ void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> cont
   }
 }
 
-Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
+Sampler::Sampler(const SamplingParams& params) : params_(params) { params_.validate(); }
+
+void Sampler::seek(int64_t position) {
+  require(position >= 0, "position", "must be >= 0, got " + std::to_string(position));
+  position_ = position;
+}
+
+double Sampler::take_token_draw() { return keyed_uniform(params_.seed, uint64_t(position_++), DrawPurpose::token); }
 
 int32_t Sampler::prepare_row(std::span<const float> logits, std::span<const int32_t> context, float& max) {
   const int64_t vocab = int64_t(logits.size());
@@ -120,10 +117,12 @@ std::optional<size_t> Sampler::filter(int64_t vocab, float max) {
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> context) {
   float max = 0.f;
-  if (const int32_t id = prepare_row(logits, context, max); id >= 0) return id;
+  const int32_t greedy = prepare_row(logits, context, max);
+  const double u = take_token_draw();  // greedy moves on too: a sample's i-th token is always draw i
+  if (greedy >= 0) return greedy;
   const int64_t vocab = int64_t(logits.size());
-  if (const auto n = filter(vocab, max)) return draw_from_candidates(*n, max);
-  return sample_full(vocab, max);
+  if (const auto n = filter(vocab, max)) return draw_from_candidates(*n, max, u);
+  return sample_full(vocab, max, u);
 }
 
 void Sampler::probabilities(std::span<const float> logits, std::span<const int32_t> context, std::vector<float>& probs) {
@@ -148,14 +147,14 @@ void Sampler::probabilities(std::span<const float> logits, std::span<const int32
 }
 
 // No filter: one vectorised exp pass with block sums; the draw walks the blocks, then one block.
-int32_t Sampler::sample_full(int64_t vocab, float max) {
+int32_t Sampler::sample_full(int64_t vocab, float max, double uniform) {
   const size_t n = size_t(vocab);
   exp_.resize(n);
   block_sums_.resize(exp_block_count(n));
   exp_shifted(work_.data(), exp_.data(), n, max, block_sums_.data());
   double total = 0.0;
   for (double s : block_sums_) total += s;
-  double u = rng_.uniform() * total;
+  double u = uniform * total;
   size_t b = 0;
   while (b + 1 < block_sums_.size() && u >= block_sums_[b]) u -= block_sums_[b++];
   const size_t begin = b * kExpBlock, end = std::min(n, begin + kExpBlock);
@@ -237,12 +236,12 @@ size_t Sampler::filter_sorted(int64_t vocab, float max) {
   return 0;  // unreachable: the last pass always returns
 }
 
-int32_t Sampler::draw_from_candidates(size_t count, float max) {
+int32_t Sampler::draw_from_candidates(size_t count, float max, double uniform) {
   const float* x = work_.data();
   const int32_t* cand = candidates_.data();
   double total = 0.0;
   for (size_t i = 0; i < count; ++i) total += std::exp(double(x[cand[i]]) - double(max));
-  const double u = rng_.uniform() * total;
+  const double u = uniform * total;
   double cum = 0.0;
   int32_t last_positive = cand[0];
   for (size_t i = 0; i < count; ++i) {

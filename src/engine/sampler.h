@@ -2,8 +2,9 @@
 // Next-token sampling from one row of logits, with Hugging Face's semantics and order:
 //   repetition penalty -> presence / frequency penalties -> temperature -> top-k -> top-p -> min-p -> draw.
 // temperature == 0 is greedy: the argmax of the penalised logits (ties: lowest id, as torch.argmax).
-// Draws come from the sampler's own generator (xoshiro256** seeded through splitmix64), so a seed gives the
-// same tokens on every machine and library version.
+// Draws are keyed, not streamed: the uniform that decides a sample's i-th token is a fixed function of (seed, i),
+// so a seed gives the same tokens on every machine, in every batch and however a step's work is split, speculative
+// decoding included (engine/speculative.h keeps the token each position's draw picks).
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -28,15 +29,12 @@ struct SamplingParams {
   bool greedy() const { return temperature == 0.f; }
 };
 
-// xoshiro256** (Blackman & Vigna), state filled by splitmix64 from the seed: fully specified, so portable.
-class Rng {
- public:
-  explicit Rng(uint64_t seed);
-  uint64_t next();
-  double uniform();  // [0, 1) with 53 random bits
- private:
-  uint64_t s_[4];
-};
+// What a keyed draw is for: each purpose has its own uniform at a position, so one never shifts another.
+enum class DrawPurpose : uint64_t { token = 0, accept = 1, residual = 2, guess = 3 };
+
+// The uniform in [0, 1) (53 random bits) for `purpose` at token index `index` of the stream `seed`: splitmix64's
+// output function over a counter made from the three. Fully specified, so portable; pinned by a test.
+double keyed_uniform(uint64_t seed, uint64_t index, DrawPurpose purpose);
 
 // Applies the three penalties in place to one row. `context` holds the tokens seen so far (prompt and
 // generated); every id must lie in [0, vocab) (ArgumentError naming "context_ids" otherwise).
@@ -56,8 +54,14 @@ class Sampler {
   void probabilities(std::span<const float> logits, std::span<const int32_t> context, std::vector<float>& probs);
 
   const SamplingParams& params() const { return params_; }
-  // The generator behind the draws (speculative decoding's accept / reject draws share it, so one seed fixes all).
-  Rng& rng() { return rng_; }
+  // The index of the next token this sampler decides: each sample() call (greedy too) decides one and moves on.
+  // The engine seeks where a sample's tokens are counted from elsewhere (a speculative rollback).
+  int64_t position() const { return position_; }
+  void seek(int64_t position);
+  // The keyed uniform for `purpose` at the current position (nothing moves).
+  double uniform(DrawPurpose purpose) const { return keyed_uniform(params_.seed, uint64_t(position_), purpose); }
+  // The token draw at the current position, moving on: what sample() uses, for samplers that run elsewhere (GPU).
+  double take_token_draw();
 
  private:
   // Penalties, the row checks and temperature into work_; returns the greedy token, else -1 with the row's max.
@@ -65,11 +69,11 @@ class Sampler {
   // The filters on the prepared row: how many candidates_ are kept, or nothing when every token is.
   std::optional<size_t> filter(int64_t vocab, float max);
   size_t filter_sorted(int64_t vocab, float max);
-  int32_t sample_full(int64_t vocab, float max);
-  int32_t draw_from_candidates(size_t count, float max);
+  int32_t sample_full(int64_t vocab, float max, double uniform);
+  int32_t draw_from_candidates(size_t count, float max, double uniform);
 
   SamplingParams params_;
-  Rng rng_;
+  int64_t position_ = 0;
   AlignedBuffer<float> work_, exp_;
   AlignedBuffer<int32_t> candidates_;
   std::vector<double> block_sums_;

@@ -219,22 +219,58 @@ TEST(Sampler, SameSeedSameTokensOnEveryTarget) {
   EXPECT_NE(draws(other, x, 300), first);
 }
 
-TEST(Rng, FixedDefinition) {
-  // The generator is part of the reproducibility promise: its first outputs must never change.
-  Rng a(0), b(0);
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(a.next(), b.next());
-  Rng r(42);
-  double sum = 0;
-  for (int i = 0; i < 100000; ++i) {
-    const double u = r.uniform();
+TEST(KeyedUniform, FixedDefinition) {
+  // The draws are part of the reproducibility promise: their values must never change.
+  double sum = 0, lag = 0, prev = 0.5;
+  for (uint64_t i = 0; i < 100000; ++i) {
+    const double u = keyed_uniform(42, i, DrawPurpose::token);
     ASSERT_GE(u, 0.0);
     ASSERT_LT(u, 1.0);
     sum += u;
+    lag += (u - 0.5) * (prev - 0.5);
+    prev = u;
   }
   EXPECT_NEAR(sum / 100000, 0.5, 0.005);
-  // Known values of xoshiro256** seeded by splitmix64(0): pinned so a change of definition fails here.
-  Rng z(0);
-  EXPECT_EQ(z.next(), 0x99ec5f36cb75f2b4ull);
+  EXPECT_NEAR(lag / 100000, 0.0, 0.002);  // neighbouring positions uncorrelated (1/12 would be identical)
+  // Neighbouring seeds (a request's n samples use seed + i) and the purposes at one position are unrelated.
+  double across = 0;
+  for (uint64_t s = 0; s < 20000; ++s)
+    across += (keyed_uniform(s, 7, DrawPurpose::token) - 0.5) * (keyed_uniform(s + 1, 7, DrawPurpose::token) - 0.5) +
+              (keyed_uniform(s, 7, DrawPurpose::token) - 0.5) * (keyed_uniform(s, 7, DrawPurpose::accept) - 0.5);
+  EXPECT_NEAR(across / 40000, 0.0, 0.004);
+  // Pinned (computed apart, in Python): splitmix64's output function of mix64(4 seed + purpose + golden) +
+  // (index + 1) golden, its top 53 bits.
+  EXPECT_EQ(keyed_uniform(0, 0, DrawPurpose::token), 0x1.4e0dba5e9a32fp-1);
+  EXPECT_EQ(keyed_uniform(7, 3, DrawPurpose::accept), 0x1.4b3667d121a40p-7);
+}
+
+// A sample's i-th token is decided by draw i alone: a sampler moved to position i picks what the i-th call of a
+// fresh one picks, greedy calls move on like the others, and a refused row moves nothing.
+TEST(Sampler, DrawsAreKeyedByPosition) {
+  const auto x = random_logits(300, 4, 1.f);
+  const std::vector<int32_t> ctx = {3, 9};
+  SamplingParams p;
+  p.temperature = 1.3f;
+  p.seed = 77;
+  Sampler stream(p);
+  std::vector<int32_t> seq;
+  for (int i = 0; i < 40; ++i) seq.push_back(stream.sample(x, ctx));
+  EXPECT_EQ(stream.position(), 40);
+  Sampler jump(p);
+  for (int i : {31, 4, 17, 0, 39}) {
+    jump.seek(i);
+    EXPECT_EQ(jump.sample(x, ctx), seq[size_t(i)]) << i;
+    EXPECT_EQ(jump.position(), i + 1);
+  }
+  SamplingParams g = p;
+  g.temperature = 0.f;
+  Sampler greedy(g);
+  greedy.sample(x, ctx);
+  EXPECT_EQ(greedy.position(), 1);
+  std::vector<float> bad(300, -INFINITY);
+  EXPECT_THROW(stream.sample(bad, ctx), ArgumentError);
+  EXPECT_EQ(stream.position(), 40);
+  EXPECT_THROW(stream.seek(-1), ArgumentError);
 }
 
 // A large, peaked vocabulary row (as real models produce) through every filter combination: the fast path's

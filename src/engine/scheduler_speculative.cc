@@ -22,7 +22,7 @@ int64_t Scheduler::propose(RequestState& r, Sample& s, int64_t budget) {
   // failure costs the sample its speculation. Either way the output stays exact.
   try {
     if (!s.proposer) s.proposer = make_proposer(options_.speculative, options_.draft_model, model_.info().vocab_size);
-    s.proposer->propose(s.tokens, k, s.sampler->params(), s.sampler->rng(), s.proposal);
+    s.proposer->propose(s.tokens, k, *s.sampler, s.proposal);
   } catch (const PoolExhausted&) {
     s.proposal.tokens.clear();
     return 0;

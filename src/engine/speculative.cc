@@ -34,11 +34,11 @@ void SpeculativeStats::add(int64_t proposed, int64_t accepted) {
   for (int64_t i = 0; i < accepted; ++i) ++accepted_per_position[size_t(i)];
 }
 
-int32_t draw_from_probabilities(std::span<const float> probs, Rng& rng) {
+int32_t draw_from_probabilities(std::span<const float> probs, double uniform) {
   double total = 0.0;
   for (float p : probs) total += double(p);
   require(total > 0.0, "probs", "have no mass to draw from");
-  const double u = rng.uniform() * total;
+  const double u = uniform * total;
   double cum = 0.0;
   int32_t last_positive = -1;
   for (size_t i = 0; i < probs.size(); ++i) {
@@ -60,31 +60,38 @@ std::vector<int32_t> verify_proposal(std::span<const float> logits, int64_t voca
   std::vector<int32_t> ctx(context.begin(), context.end());
   std::vector<int32_t> out;
   std::vector<float> p;
-  Rng& rng = sampler.rng();
   for (size_t i = 0; i < n; ++i) {
     const auto row = logits.subspan(i * size_t(vocab), size_t(vocab));
-    sampler.probabilities(row, ctx, p);
     const int32_t d = proposal.tokens[i];
-    const float* q = proposal.q.empty() ? nullptr : proposal.q[i].data();
-    const size_t q_size = q ? proposal.q[i].size() : 0;
+    if (proposal.q.empty()) {
+      // A point-mass guess: the position's own draw decides, so the output is sampling's, guess or no guess.
+      const int32_t x = sampler.sample(row, ctx);
+      out.push_back(x);
+      if (x != d) return out;
+      ctx.push_back(d);
+      continue;
+    }
+    sampler.probabilities(row, ctx, p);
+    const std::vector<float>& q = proposal.q[i];
     const double pd = d >= 0 && d < vocab ? double(p[size_t(d)]) : 0.0;
-    const double qd = q ? (d >= 0 && size_t(d) < q_size ? double(q[d]) : 0.0) : 1.0;
-    // Accept with probability min(1, p/q): no draw is spent when p >= q (always so for a greedy match).
-    if (qd > 0.0 && (pd >= qd || rng.uniform() * qd < pd)) {
+    const double qd = d >= 0 && size_t(d) < q.size() ? double(q[size_t(d)]) : 0.0;
+    // Accept with probability min(1, p/q).
+    if (qd > 0.0 && (pd >= qd || sampler.uniform(DrawPurpose::accept) * qd < pd)) {
       out.push_back(d);
       ctx.push_back(d);
+      sampler.seek(sampler.position() + 1);
       continue;
     }
     // Rejected: the residual max(0, p - q) holds exactly the mass the guess failed to cover.
     double mass = 0.0;
     for (size_t t = 0; t < p.size(); ++t) {
-      const float qt = q ? (t < q_size ? q[t] : 0.f) : (int64_t(t) == d ? 1.f : 0.f);
-      p[t] = std::max(0.f, p[t] - qt);
+      p[t] = std::max(0.f, p[t] - (t < q.size() ? q[t] : 0.f));
       mass += double(p[t]);
     }
     // p == q up to rounding leaves nothing: then the rejection itself had probability ~0; p is the answer.
     if (mass <= 0.0) sampler.probabilities(row, ctx, p);
-    out.push_back(draw_from_probabilities(p, rng));
+    out.push_back(draw_from_probabilities(p, sampler.uniform(DrawPurpose::residual)));
+    sampler.seek(sampler.position() + 1);
     return out;
   }
   out.push_back(sampler.sample(logits.subspan(n * size_t(vocab), size_t(vocab)), ctx));  // every guess kept: bonus

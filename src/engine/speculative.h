@@ -1,9 +1,17 @@
 #pragma once
 // Exact speculative decoding: a cheap proposer guesses the next k tokens, the target model scores all of them in
-// one forward pass (k + 1 rows of logits), and the standard rejection rule (Leviathan et al. 2023; Chen et al.
-// 2023) keeps a prefix of the guesses plus one token of its own, so the output has exactly the distribution of
-// sampling the target token by token after the sampler's processing (penalties, temperature, top-k / top-p /
-// min-p applied to the target's and the draft's logits alike). Greedy output is the target's argmax chain.
+// one forward pass (k + 1 rows of logits), and a prefix of the guesses is kept plus one token of the target's own,
+// so the output has exactly the distribution of sampling the target token by token after the sampler's processing
+// (penalties, temperature, top-k / top-p / min-p applied to the target's and the draft's logits alike).
+//
+// Deterministic guesses (n-gram lookup) are checked against the token the position's own keyed draw picks
+// (engine/sampler.h): a guess is kept when it is that token, and where it is not that token is the output. The
+// output is then token for token what sampling without speculation gives for the same seed, however many guesses
+// a step carried (so a seeded request's text does not depend on the server's load); a guess is kept with
+// probability p(guess), as under the rejection rule. A draft model's guesses come with their distribution q and
+// go through the standard rejection rule (Leviathan et al. 2023; Chen et al. 2023), which keeps more of them than
+// a coupled draw could but makes the text depend on which guesses were made. Greedy output is the target's argmax
+// chain either way.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -40,10 +48,10 @@ struct Proposal {
 class Proposer {
  public:
   virtual ~Proposer() = default;
-  // Guesses up to k tokens to follow `context` (the prompt and every token generated so far). `sampling` is the
-  // target's sampler: a draft model processes its logits with the same parameters.
-  virtual void propose(std::span<const int32_t> context, int64_t k, const SamplingParams& sampling, Rng& rng,
-                       Proposal& out) = 0;
+  // Guesses up to k tokens to follow `context` (the prompt and every token generated so far). `target` is the
+  // target's sampler, positioned at the first guess's token: a draft model processes its logits with the same
+  // parameters and draws guess i from the keyed uniform at position() + i.
+  virtual void propose(std::span<const int32_t> context, int64_t k, const Sampler& target, Proposal& out) = 0;
 };
 
 // Acceptance counters with vLLM's meanings (spec_decode num_drafts / num_draft_tokens / num_accepted_tokens).
@@ -59,15 +67,18 @@ struct SpeculativeStats {
   void add(int64_t proposed, int64_t accepted);
 };
 
-// The rejection rule over one sequence's verification rows. `logits` holds proposal.tokens.size() + 1 rows of
-// `vocab` target logits: row i follows context + the first i guesses. Guess i is kept with probability
-// min(1, p_i(d) / q_i(d)); the first one rejected is replaced by a draw from norm(max(0, p_i - q_i)); if every
-// guess is kept a bonus token is drawn from the last row. Returns the kept guesses followed by that one token
-// (so at least one token). `sampler` supplies p (Sampler::probabilities) and the uniform draws.
+// Verification over one sequence's rows. `logits` holds proposal.tokens.size() + 1 rows of `vocab` target
+// logits: row i follows context + the first i guesses. Without q, guess i is kept when Sampler::sample on row i
+// returns it, and that sample is the output where it does not. With q, guess i is kept with probability
+// min(1, p_i(d) / q_i(d)) and the first one rejected is replaced by a draw from norm(max(0, p_i - q_i)). If every
+// guess is kept a bonus token is sampled from the last row. Returns the kept guesses followed by that one token
+// (so at least one token). `sampler` supplies p (Sampler::probabilities) and the keyed draws, starting at its
+// position; it is left after the last token returned.
 std::vector<int32_t> verify_proposal(std::span<const float> logits, int64_t vocab, std::span<const int32_t> context,
                                      const Proposal& proposal, Sampler& sampler);
 
-// One draw from a probability row with `rng` (the mass is renormalised; a zero row is an error).
-int32_t draw_from_probabilities(std::span<const float> probs, Rng& rng);
+// The token a uniform `u` in [0, 1) picks from a probability row, walking it in id order (the mass is
+// renormalised; a zero row is an error).
+int32_t draw_from_probabilities(std::span<const float> probs, double u);
 
 }  // namespace attnzoo

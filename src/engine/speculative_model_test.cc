@@ -86,9 +86,10 @@ TEST_F(SpeculativeModel, DraftWithAnotherVocabularySizeKeepsGreedyOutput) {
     EXPECT_GT(r.speculative.draft_tokens, 0);
     // A guess is never an id the target lacks.
     Proposal p;
-    Rng rng(1);
+    Sampler sampler(o.sampling);
     for (int32_t start = 0; start < 60; ++start) {
-      drafter.propose(std::vector<int32_t>{start, int32_t(start * 7 % 90)}, 4, o.sampling, rng, p);
+      sampler.seek(start);
+      drafter.propose(std::vector<int32_t>{start, int32_t(start * 7 % 90)}, 4, sampler, p);
       for (int32_t t : p.tokens) ASSERT_LT(t, model->info().vocab_size);
     }
   }

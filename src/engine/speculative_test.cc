@@ -266,6 +266,31 @@ TEST(Speculative, GreedyIsTokenForTokenPlainGreedy) {
     }
 }
 
+// With n-gram guesses a seeded sample is token for token the same with speculation as without, whatever k: the
+// text of a seeded request cannot depend on how many guesses the server's load left room for.
+TEST(Speculative, SeededNgramSpeculationIsTokenForTokenPlainSampling) {
+  const std::vector<int32_t> prompt = {1, 2, 3, 1, 2, 4, 1, 2};
+  int64_t accepted = 0, rejected = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    SamplingParams p = params(seed % 2 ? 1.3f : 0.8f, seed % 3 == 0 ? 4 : 0, seed % 5 == 0 ? 0.85f : 1.f, 0.f,
+                              seed % 4 == 0 ? 1.2f : 1.f, seed);
+    GenerationOptions o;
+    o.sampling = p;
+    o.max_new_tokens = 24;
+    TinyModel plain(42, 1.5f);
+    const auto want = generate(plain, prompt, o).tokens;
+    for (int64_t k : {1, 2, 5}) {
+      TinyModel target(42, 1.5f);
+      const GenerationResult r = run(target, Kind::ngram, prompt, p, 24, k);
+      ASSERT_EQ(r.tokens, want) << "seed " << seed << " k " << k;
+      accepted += r.speculative.accepted_tokens;
+      rejected += r.speculative.draft_tokens - r.speculative.accepted_tokens;
+    }
+  }
+  EXPECT_GT(accepted, 500);  // the equality is only worth something where guesses were both kept and refused
+  EXPECT_GT(rejected, 500);
+}
+
 TEST(Speculative, StopsExactlyAtEosAndMaxNewTokens) {
   const std::vector<int32_t> prompt = {1, 2, 3, 1, 2, 4};
   GenerationOptions o = greedy(50);

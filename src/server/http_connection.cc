@@ -92,14 +92,16 @@ void Connection::linger_close() {
   }
 }
 
-bool Connection::peer_gone(std::string_view probe) {
+bool Connection::peer_gone(std::string_view probe, Clock::time_point deadline) {
   pollfd p{fd_, POLLIN | POLLRDHUP, 0};
   if (poll(&p, 1, 0) <= 0) return false;
   if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return true;
   if (!(p.revents & POLLRDHUP) || probed_) return false;
-  probed_ = true;
   if (probe.empty()) return true;
-  return send(fd_, probe.data(), probe.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN;
+  const ssize_t n = send(fd_, probe.data(), probe.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  probed_ = true;
+  return size_t(n) < probe.size() && !send_all(probe.substr(size_t(n)), deadline);
 }
 
 }  // namespace attnzoo::server::http

@@ -38,7 +38,9 @@ class Connection {
 
   // Whether the peer hung up, without blocking. A FIN alone may be a half-close (the client still reads): the first
   // time one is seen, `probe` is written; a peer that really closed answers it with a reset, seen by the next call.
-  bool peer_gone(std::string_view probe);
+  // A probe the socket's full buffer cannot take is tried again at the next call; one taken in part is finished by
+  // `deadline` (the rest of a chunk left unsent would break the framing of everything after it).
+  bool peer_gone(std::string_view probe, Clock::time_point deadline);
 
  private:
   int fd_;

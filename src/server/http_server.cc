@@ -111,7 +111,7 @@ bool Exchange::client_gone() {
   std::string_view probe;
   const std::string comment = chunk(":\n\n");
   if (!req_.http10) probe = streaming_ ? std::string_view(comment) : std::string_view("HTTP/1.1 100 Continue\r\n\r\n");
-  if (conn_.peer_gone(probe)) ok_ = false;
+  if (conn_.peer_gone(probe, Clock::now() + limits_.write_timeout)) ok_ = false;
   return !ok_;
 }
 

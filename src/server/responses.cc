@@ -49,7 +49,11 @@ void write_usage(Writer& w, const Usage& u) {
   w.end_object();
 }
 
-void write_bytes(Writer& w, const std::string& s) {
+// OpenAI's `bytes`: the token's own bytes, so that a client joining them gets back a character split between
+// tokens (each token's `token` string shows such a piece as U+FFFD).
+void write_bytes(Writer& w, const ResponseContext& ctx, int32_t id) {
+  const int32_t ids[1] = {id};
+  const std::string s = ctx.tokenizer ? ctx.tokenizer->decode_bytes(ids) : std::to_string(id);
   w.key("bytes").begin_array();
   for (unsigned char c : s) w.value(int64_t(c));
   w.end_array();
@@ -95,13 +99,13 @@ void chat_logprobs(Writer& w, const ResponseContext& ctx, const std::vector<Toke
   for (size_t i = 0; i < chosen.size(); ++i) {
     const std::string s = token_text(ctx, chosen[i].token);
     w.begin_object().member("token", s).member("logprob", chosen[i].logprob);
-    write_bytes(w, s);
+    write_bytes(w, ctx, chosen[i].token);
     w.key("top_logprobs").begin_array();
     if (i < top.size())
       for (const TokenLogprob& alt : top[i]) {
         const std::string a = token_text(ctx, alt.token);
         w.begin_object().member("token", a).member("logprob", alt.logprob);
-        write_bytes(w, a);
+        write_bytes(w, ctx, alt.token);
         w.end_object();
       }
     w.end_array().end_object();

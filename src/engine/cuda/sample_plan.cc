@@ -51,8 +51,13 @@ SamplePlan plan_samples(int64_t vocab, std::span<Sampler* const> samplers,
       require(plan.penalties.size() <= size_t(INT32_MAX), "contexts", "hold too many distinct tokens");
       s.penalty_end = int32_t(plan.penalties.size());
     }
-    s.u = sp.greedy() ? 0.0 : samplers[r]->rng().uniform();
     plan.rows.push_back(s);
+  }
+  // Only once every row passed its checks (a throw leaves every sampler where it was, as on the CPU); greedy rows
+  // move on too, as Sampler::sample does.
+  for (size_t r = 0; r < samplers.size(); ++r) {
+    const double u = samplers[r]->take_token_draw();
+    plan.rows[r].u = samplers[r]->params().greedy() ? 0.0 : u;
   }
   return plan;
 }

@@ -267,12 +267,14 @@ TEST(EmulatedSampling, ThePlanChecksContextsAndDrawsOnlyForSampledRows) {
   } catch (const ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("context_ids: token id 700 of row 1"), std::string::npos) << e.what();
   }
-  // The greedy row takes no draw; the sampled one takes exactly the one Sampler::sample would.
+  // Each row takes the draw at its position and moves on, as Sampler::sample would (the greedy row's goes unused).
   Sampler twin(params(1.f));
   const std::vector<std::span<const int32_t>> empty(2);
   const SamplePlan plan = plan_samples(700, rows, empty);
-  EXPECT_EQ(plan.rows[1].u, twin.rng().uniform());
-  EXPECT_EQ(greedy.rng().next(), Sampler(params(0.f)).rng().next());
+  EXPECT_EQ(plan.rows[1].u, twin.take_token_draw());
+  EXPECT_EQ(plan.rows[0].u, 0.0);
+  EXPECT_EQ(greedy.position(), 1);
+  EXPECT_EQ(sampled.position(), 1);
   EXPECT_EQ(plan.rows[0].top_k, 0);
 }
 
