@@ -31,6 +31,31 @@ Value string_list(std::vector<std::string> parts) {
   return Value::list(std::move(out));
 }
 
+// The part of `s` that find / count / startswith ... look at: Python's s[start:end] in code points (negative
+// indices count from the end, out-of-range ones are clamped). nullopt when end < start: there, Python finds
+// nothing, not even the empty string.
+struct Window {
+  std::string text;
+  int64_t start;  // code point index of text[0] in s
+};
+
+std::optional<Window> search_window(Interpreter& in, const std::string& s, CallArgs& a) {
+  const Value start_arg = a.take(1, "start"), end_arg = a.take(2, "end");
+  const bool no_start = start_arg.is_none() || start_arg.is_undefined(), no_end = end_arg.is_none() || end_arg.is_undefined();
+  if (no_start && no_end) return Window{s, 0};
+  const int64_t n = int64_t(text::length(s));
+  // CPython's ADJUST_INDICES: start is not clamped to the length, so 'abc'.find('', 4) is -1 (and 'abc'.find('', 3)
+  // is 3).
+  int64_t start = no_start ? 0 : int_arg(in, start_arg, "start");
+  if (start < 0) start = std::max<int64_t>(start + n, 0);
+  int64_t end = no_end ? n : int_arg(in, end_arg, "end");
+  if (end > n) end = n;
+  else if (end < 0) end = std::max<int64_t>(end + n, 0);
+  if (end < start) return std::nullopt;
+  const size_t b = text::byte_offset(s, size_t(start)), e = text::byte_offset(s, size_t(end));
+  return Window{s.substr(b, e - b), start};
+}
+
 bool affix_match(Interpreter& in, const std::string& s, const Value& affix, bool prefix) {
   auto one = [&](const Value& a) {
     const std::string& x = str_arg(in, a, prefix ? "startswith() argument" : "endswith() argument");
@@ -61,37 +86,50 @@ Value string_method(Interpreter& in, const std::string& s, const std::string& na
     const auto sep = optional_string(in, a.take(0, "sep"), "sep");
     if (sep && sep->empty()) in.fail("empty separator");
     const int64_t maxsplit = int_arg(in, a.take(1, "maxsplit", Value::integer(-1)), "maxsplit");
+    in.reserve_items(text::split_count(s, sep, maxsplit));
     return string_list(name == "split" ? text::split(s, sep, maxsplit) : text::rsplit(s, sep, maxsplit));
   }
   if (name == "splitlines") return string_list(text::splitlines(s, a.take(0, "keepends").truthy()));
-  if (name == "startswith" || name == "endswith") return Value::boolean(affix_match(in, s, a.take(0, "prefix"), name == "startswith"));
+  if (name == "startswith" || name == "endswith") {
+    const Value affix = a.take(0, "prefix");
+    const std::optional<Window> w = search_window(in, s, a);
+    return Value::boolean(w && affix_match(in, w->text, affix, name == "startswith"));
+  }
   if (name == "upper") return Value::string(text::upper(s));
   if (name == "lower") return Value::string(text::lower(s));
   if (name == "title") return Value::string(text::title(s));
   if (name == "capitalize") return Value::string(text::capitalize(s));
   if (name == "replace") {
-    std::string out = text::replace(s, str_arg(in, a.take(0, "old"), "old"), str_arg(in, a.take(1, "new"), "new"),
-                                    int_arg(in, a.take(2, "count", Value::integer(-1)), "count"));
-    in.check_string(out);
-    return Value::string(std::move(out));
+    const std::string old = str_arg(in, a.take(0, "old"), "old");
+    const std::string with = str_arg(in, a.take(1, "new"), "new");
+    const int64_t count = int_arg(in, a.take(2, "count", Value::integer(-1)), "count");
+    in.reserve_bytes(text::replaced_size(s, old, with, count));
+    return Value::string(text::replace(s, old, with, count));
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
-    const size_t at = text::find(s, str_arg(in, a.take(0, "sub"), "sub"), name[0] == 'r');
+    const std::string sub = str_arg(in, a.take(0, "sub"), "sub");
+    const std::optional<Window> w = search_window(in, s, a);
+    const size_t at = w ? text::find(w->text, sub, name[0] == 'r') : std::string::npos;
     if (at == std::string::npos && (name == "index" || name == "rindex")) in.fail("substring not found");
-    return Value::integer(at == std::string::npos ? -1 : text::char_index(s, at));
+    return Value::integer(at == std::string::npos ? -1 : w->start + text::char_index(w->text, at));
   }
-  if (name == "count") return Value::integer(text::count(s, str_arg(in, a.take(0, "sub"), "sub")));
+  if (name == "count") {
+    const std::string sub = str_arg(in, a.take(0, "sub"), "sub");
+    const std::optional<Window> w = search_window(in, s, a);
+    return Value::integer(w ? text::count(w->text, sub) : 0);
+  }
   if (name == "join") {
     Value items = a.take(0, "iterable");
     if (!items.is_list()) in.fail("join() needs a list");
     std::string out;
+    size_t charged = 0;
     bool first = true;
     for (const auto& x : items.as_list()) {
       if (!x.is_string()) in.fail(std::string("join(): expected str items, found ") + x.type_name());
       if (!first) out += s;
       out += x.as_string();
       first = false;
-      in.check_string(out);
+      in.check_growth(out, &charged);
     }
     return Value::string(std::move(out));
   }
@@ -131,11 +169,11 @@ Value list_method(Interpreter& in, const List& l, const std::string& name, CallA
   const Value x = a.take(0, "value");
   int64_t n = 0;
   for (size_t i = 0; i < l.size(); ++i) {
-    if (!equals(l[i], x)) continue;
+    if (!equals(l[i], x, in)) continue;
     if (name == "index") return Value::integer(int64_t(i));
     ++n;
   }
-  if (name == "index") in.fail(to_repr(x) + " is not in list");
+  if (name == "index") in.fail(to_repr(x, in) + " is not in list");
   return Value::integer(n);
 }
 
@@ -203,16 +241,51 @@ Value get_item(Interpreter& in, const Value& obj, const Value& key) {
     return Value::string(text::char_at(obj.as_string(), size_t(i)));
   }
   if (key.is_string()) return get_attr(in, obj, key.as_string());
-  return Value::undefined(to_repr(key));
+  return Value::undefined(to_repr(key, in));
 }
+
+namespace {
+
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// Python's s[b:e:st] on UTF-8 text, b and e already clamped as for a sequence of s's code points. One walk over
+// the bytes, no vector of characters: a unit step copies a byte range (charged by its bytes), other steps copy
+// code point by code point (charged one step each, what that costs).
+std::string string_slice(Interpreter& in, const std::string& s, int64_t b, int64_t e, int64_t st, int64_t count) {
+  if (count == 0) return "";
+  size_t at = text::byte_offset(s, size_t(b));
+  if (st == 1) {
+    std::string out = s.substr(at, text::byte_offset(s, size_t(e)) - at);
+    in.check_string(out);
+    return out;
+  }
+  in.charge(uint64_t(count));
+  std::string out;
+  size_t charged = 0;
+  for (int64_t k = 0; k < count; ++k) {
+    size_t end = at + 1;
+    while (end < s.size() && is_continuation(s[end])) ++end;
+    out.append(s, at, end - at);
+    for (int64_t moved = 0; k + 1 < count && moved < (st > 0 ? st : -st); ++moved) {
+      if (st > 0) {
+        do ++at; while (at < s.size() && is_continuation(s[at]));
+      } else {
+        do --at; while (at > 0 && is_continuation(s[at]));
+      }
+    }
+    if ((k & 0xffff) == 0xffff) in.check_growth(out, &charged);
+  }
+  in.check_growth(out, &charged);
+  return out;
+}
+
+}  // namespace
 
 Value get_slice(Interpreter& in, const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) in.fail("'" + obj.undefined_name() + "' is undefined (slicing it)");
   if (!obj.is_list() && !obj.is_string()) in.fail(std::string("'") + obj.type_name() + "' object is not subscriptable");
   in.charge(Interpreter::size_steps(obj));
-  std::vector<std::string> chars;
-  if (obj.is_string()) chars = code_points(obj.as_string());
-  const int64_t n = obj.is_list() ? int64_t(obj.as_list().size()) : int64_t(chars.size());
+  const int64_t n = obj.is_list() ? int64_t(obj.as_list().size()) : int64_t(text::length(obj.as_string()));
   auto index = [&](const Value& v, const char* what) -> std::optional<int64_t> {
     if (v.is_none() || v.is_undefined()) return std::nullopt;
     return int_arg(in, v, what);
@@ -229,13 +302,13 @@ Value get_slice(Interpreter& in, const Value& obj, const Value& start, const Val
   };
   const int64_t b = clamp(index(start, "slice start"), st > 0 ? lower : upper);
   const int64_t e = clamp(index(stop, "slice stop"), st > 0 ? upper : lower);
+  // Counted, not stepped to the end: b + st may overflow for a huge step.
+  const int64_t count = st > 0 ? (e > b ? (e - b - 1) / st + 1 : 0) : (b > e ? (b - e - 1) / -st + 1 : 0);
+  if (obj.is_string()) return Value::string(string_slice(in, obj.as_string(), b, e, st, count));
   List items;
-  std::string s;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
-    if (obj.is_list()) items.push_back(obj.as_list()[size_t(i)]);
-    else s += chars[size_t(i)];
-  }
-  return obj.is_list() ? Value::list(std::move(items), obj.is_tuple()) : Value::string(std::move(s));
+  items.reserve(size_t(count));
+  for (int64_t k = 0; k < count; ++k) items.push_back(obj.as_list()[size_t(b + k * st)]);
+  return Value::list(std::move(items), obj.is_tuple());
 }
 
 bool contains(Interpreter& in, const Value& container, const Value& item) {
@@ -245,7 +318,7 @@ bool contains(Interpreter& in, const Value& container, const Value& item) {
     return container.as_string().find(item.as_string()) != std::string::npos;
   }
   if (container.is_list()) {
-    return std::any_of(container.as_list().begin(), container.as_list().end(), [&](const Value& x) { return equals(x, item); });
+    return std::any_of(container.as_list().begin(), container.as_list().end(), [&](const Value& x) { return equals(x, item, in); });
   }
   if (container.is_dict()) return container.as_dict().find(item) != nullptr;
   if (container.is_undefined()) return false;
@@ -282,12 +355,14 @@ Value global(const std::string& name) {
         if (a.args.size() == 3) step = int_arg(in, a.args[2], "range() argument");
       }
       if (step == 0) in.fail("range() arg 3 must not be zero");
+      // 128-bit: stop - start overflows 64 bits for ranges such as range(-2**63, 2**63 - 1).
+      const __int128 span = step > 0 ? __int128(stop) - start : __int128(start) - stop;
+      const __int128 stride = step > 0 ? __int128(step) : -__int128(step);
+      const __int128 n = span <= 0 ? 0 : (span - 1) / stride + 1;
+      in.reserve_items(uint64_t(std::min<__int128>(n, __int128(UINT64_MAX))));
       List out;
-      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-        if (out.size() >= in.limits().max_list_items) in.fail_limit("range() longer than " + std::to_string(in.limits().max_list_items) + " items");
-        out.push_back(Value::integer(i));
-        if ((step > 0 && i > INT64_MAX - step) || (step < 0 && i < INT64_MIN - step)) break;
-      }
+      out.reserve(size_t(n));
+      for (__int128 k = 0; k < n; ++k) out.push_back(Value::integer(int64_t(start + k * step)));
       return Value::list(std::move(out));
     });
   }
@@ -307,7 +382,7 @@ Value global(const std::string& name) {
   }
   if (name == "raise_exception") {
     return Value::callable(name, [](Interpreter& in, CallArgs& a) -> Value {
-      in.raise(a.args.empty() ? std::string() : to_str(a.args[0]));
+      in.raise(a.args.empty() ? std::string() : to_str(a.args[0], in));
     });
   }
   if (name == "strftime_now") {

@@ -2,6 +2,7 @@
 // python/tests/test_chat_template.py), and the checkpoint lookup of templates and special tokens.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -158,6 +159,150 @@ TEST(ChatTemplate, WorkIsBounded) {
   EXPECT_NE(e.detail.find("nested deeper than 256"), std::string::npos);
   e = error_of("{% set ns = namespace(x=[1]) %}{% for i in range(300) %}{% set ns.x = ns.x | batch(1) | list %}{% endfor %}");
   EXPECT_NE(e.detail.find("nested deeper than 256"), std::string::npos);
+}
+
+// Large but legitimate renders: building a string piece by piece costs its bytes once, not once per piece.
+// Expected lengths are jinja2's (transformers' tojson).
+TEST(ChatTemplate, LargeJoinsAndJsonStayLinear) {
+  std::string tools = "[";
+  for (int i = 0; i < 1000; ++i) {
+    tools += std::string(i ? "," : "") + R"({"type": "function", "function": {"name": "tool_)" + std::to_string(i) +
+             R"(", "description": "Does thing number )" + std::to_string(i) +
+             R"( with care and precision, returning a result.", "parameters": {"type": "object", "properties": )"
+             R"({"query": {"type": "string", "description": "what to look up"}, "limit": {"type": "integer"}}, )"
+             R"("required": ["query"]}}})";
+  }
+  const std::string tools_json = R"({"tools": )" + tools + "]}";
+  EXPECT_EQ(render("{{ tools|tojson|length }}|{{ tools|tojson(indent=2)|length }}", tools_json), "306780|486782");
+  std::string xs = R"({"xs": [)";
+  for (int i = 0; i < 20000; ++i) xs += std::string(i ? "," : "") + "\"s" + std::to_string(i) + "\"";
+  xs += "]}";
+  EXPECT_EQ(render("{{ xs|join(',')|length }}|{{ ','.join(xs)|length }}|{{ (xs|join(','))[-12:] }}", xs),
+            "128889|128889|19998,s19999");
+  // The size cap still holds for each of them.
+  Limits small;
+  small.max_output_bytes = 100000;
+  for (const char* t : {"{{ tools|tojson|length }}", "{{ xs|join(',')|length }}", "{{ ','.join(xs)|length }}"}) {
+    const TemplateError e = error_of(t, std::string(t).find("tools") != std::string::npos ? tools_json : xs, small);
+    EXPECT_EQ(e.kind, TemplateError::Kind::limit) << t;
+    EXPECT_NE(e.detail.find("exceeds the output limit"), std::string::npos) << t << ": " << e.detail;
+  }
+}
+
+// Builtins whose work grows with an argument rather than with their input are charged for it.
+TEST(ChatTemplate, WorkProportionalToArgumentsIsCharged) {
+  Limits small;
+  small.max_steps = 1000000;
+  const char* templates[] = {
+      "{% for i in range(100) %}{% set x = range(100000) %}{% endfor %}",
+      "{% for i in range(100) %}{% set x = 'a'|center(1000000) %}{% endfor %}",
+      "{% for i in range(100) %}{% set x = [1]|batch(100000, 0) %}{% endfor %}",
+      "{% for i in range(100) %}{% set x = ('x' * 10000)|list %}{% endfor %}",
+      "{% set xs = range(10000)|list %}{% set x = xs|unique|list %}",
+  };
+  for (const char* t : templates) {
+    const TemplateError e = error_of(t, "{}", small);
+    EXPECT_EQ(e.kind, TemplateError::Kind::limit) << t;
+    EXPECT_NE(e.detail.find("steps of work"), std::string::npos) << t << ": " << e.detail;
+  }
+}
+
+// Stripping a set of characters looks each one up in the set: a long set must not make it quadratic.
+TEST(ChatTemplate, StripWithLongCharacterSetIsFast) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(render("{% set s = 'a' * 1000000 %}{% set c = 'b' * 1000000 ~ 'a' %}{{ s.strip(c)|length }}|"
+                   "{{ ('xay' * 3)|trim('yx') }}"),
+            "0|ayxayxa");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// A value built from shared lists stands for far more items than it took to build: [[[0] * 100] * 100] * 100 is
+// a million. Printing, comparing, searching, sorting and serializing it walk every one of them, so each is
+// charged per item (a couple of hundred steps under the old per-list charge, here a limit error).
+TEST(ChatTemplate, WalksOverSharedListsAreChargedPerItem) {
+  Limits small;
+  small.max_steps = 100000;
+  const std::string build = "{% set a = [0] * 100 %}{% set b = [a] * 100 %}{% set c = [b] * 100 %}"
+                            "{% set d = [[[0] * 100] * 100] * 100 %}";
+  EXPECT_EQ(render(build + "{{ c|length }}", "{}", small), "100");
+  const char* walks[] = {
+      "{% set r = c|string %}",          "{% set r = c == d %}",    "{% set r = c != d %}",
+      "{% set r = c in [d] %}",          "{% set r = [c, d]|unique|list %}",
+      "{% set r = [c, d]|sort %}",       "{% set r = [c, d]|max %}", "{% set r = c.count(b) %}",
+      "{% set r = [c] < [d] %}",         "{% set r = c is eq d %}",  "{% set r = {}[c] is defined %}",
+      "{% set r = c|tojson %}",          "{% set r = [c, d]|min %}",
+  };
+  for (const char* t : walks) {
+    const TemplateError e = error_of(build + t, "{}", small);
+    EXPECT_EQ(e.kind, TemplateError::Kind::limit) << t;
+    EXPECT_NE(e.detail.find("steps of work"), std::string::npos) << t << ": " << e.detail;
+  }
+  // The walks themselves are unchanged (jinja2's output).
+  EXPECT_EQ(render("{{ [{'a': [1, (2,)]}, {'b': none}, (1,)] }}|{{ {'a': 1, 'b': [2]} == {'b': [2], 'a': 1} }}|"
+                   "{{ [[1, 2], [1, 3]] < [[1, 2], [1, 4]] }}|{{ namespace(a=[1, 'x']) }}|{{ {'a': 1} == {'b': 1} }}|"
+                   "{{ [(1, 2)] != [[1, 2]] }}"),
+            "[{'a': [1, (2,)]}, {'b': None}, (1,)]|True|True|<Namespace {'a': [1, 'x']}>|False|True");
+}
+
+// With the default limits, printing or comparing a billion shared items ends within a second or two.
+TEST(ChatTemplate, WalksOverABillionSharedItemsEndQuickly) {
+  const std::string build = "{% set a = [0] * 1000 %}{% set b = [a] * 1000 %}{% set c = [b] * 1000 %}";
+  for (const char* t : {"{{ c }}", "{{ c == c }}", "{{ c|string|length }}", "{{ [c, c]|sort|length }}",
+                        "{{ c in [c] }}", "{{ c|tojson|length }}"}) {
+    const auto start = std::chrono::steady_clock::now();
+    const TemplateError e = error_of(build + t);
+    EXPECT_EQ(e.kind, TemplateError::Kind::limit) << t;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << t;
+  }
+}
+
+// Slicing a string walks it once, charged per code point it copies one by one: repeated slices of a large string
+// end quickly, in a result or the step limit, instead of building a vector of its characters each time.
+TEST(ChatTemplate, StringSlicesAreChargedPerCodePoint) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(render("{% set s = 'ab\u00e9' * 4000000 %}"
+                   "{{ s[::1]|length }}|{{ s[1:7] }}|{{ s[-1:-7:-2] }}|{{ s[::-4][:6] }}|{{ s[2::3][:3] }}|"
+                   "{{ (s|reverse)[:3] }}"),
+            "12000000|b\u00e9ab\u00e9a|\u00e9ab|\u00e9ba\u00e9ba|\u00e9\u00e9\u00e9|\u00e9ba");
+  for (const char* t : {"{% set s = 'ab' * 8000000 %}{% for i in range(100) %}{% set t = s[::1] %}{% endfor %}",
+                        "{% set s = 'ab' * 8000000 %}{% for i in range(100) %}{% set t = s[::-1] %}{% endfor %}",
+                        "{% set s = 'ab' * 8000000 %}{% for i in range(100) %}{% set t = s[::2] %}{% endfor %}",
+                        "{% set s = 'ab' * 8000000 %}{% for i in range(100) %}{% set t = s|reverse %}{% endfor %}"}) {
+    const TemplateError e = error_of(t);
+    EXPECT_EQ(e.kind, TemplateError::Kind::limit) << t;
+    EXPECT_NE(e.detail.find("steps of work"), std::string::npos) << t << ": " << e.detail;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+}
+
+// Memory a builtin would need is checked against the limits before it is allocated: each of these would need
+// gigabytes to terabytes, and must end in the named limit error rather than std::bad_alloc.
+TEST(ChatTemplate, OversizedResultsAreRefusedBeforeAllocation) {
+  Limits small;
+  small.max_list_items = 100;
+  ASSERT_EQ(error_of("{{ [1]|batch(1000, 'x')|length }}", "{}", small).kind, TemplateError::Kind::limit);
+  ASSERT_EQ(error_of("{{ ('x' * 1000)|list|length }}", "{}", small).kind, TemplateError::Kind::limit);
+  ASSERT_EQ(error_of("{% for c in 'x' * 1000 %}{% endfor %}", "{}", small).kind, TemplateError::Kind::limit);
+  ASSERT_EQ(error_of("{{ (',' * 1000).split(',')|length }}", "{}", small).kind, TemplateError::Kind::limit);
+  const char* huge[] = {
+      "{{ [1]|batch(1000000000000, 'x')|length }}",
+      "{{ 'a\\nb'|indent(100000000000) }}",
+      "{% set s = 'a' * 1000000 %}{{ s.replace('a', s)|length }}",
+      "{% set s = 'a' * 1000000 %}{{ s|replace('a', s)|length }}",
+      "{% set s = 'a' * 1000000 %}{{ s.replace('', s)|length }}",
+      "{% set s = 'a' * 16000000 %}{{ s|list|length }}",
+      "{% set s = 'a' * 16000000 %}{% for c in s %}{% endfor %}",
+      "{% set s = 'a' * 1000000 %}{{ ('%s' * 17)|format(s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)|length }}",
+      "{{ 'a'|center(100000000000) }}",
+  };
+  for (const char* t : huge) {
+    try {
+      const TemplateError e = error_of(t);
+      EXPECT_EQ(e.kind, TemplateError::Kind::limit) << t << ": " << e.detail;
+    } catch (const std::bad_alloc&) {
+      ADD_FAILURE() << "std::bad_alloc from " << t;
+    }
+  }
 }
 
 TEST(ChatTemplate, NamespacesAndContainersHoldOnlyData) {

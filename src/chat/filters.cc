@@ -1,7 +1,9 @@
 // Jinja2 3.1's built-in filters (jinja2/filters.py) that chat templates use, plus transformers' tojson.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <unordered_set>
 
 #include "chat/builtins.h"
 #include "chat/text.h"
@@ -29,6 +31,7 @@ List as_list(Interpreter& in, const Value& v) {
   if (v.is_undefined()) return {};
   List out;
   if (v.is_string()) {
+    in.reserve_items(text::length(v.as_string()));
     for (auto& c : code_points(v.as_string())) out.push_back(Value::string(std::move(c)));
   } else if (v.is_dict()) {
     for (const auto& [k, x] : v.as_dict().items) out.push_back(k);
@@ -54,7 +57,7 @@ Value sort_key(const Value& v, bool case_sensitive) {
 
 bool ordered_before(Interpreter& in, const Value& a, const Value& b) {
   bool ok;
-  const bool r = less_than(a, b, &ok);
+  const bool r = less_than(a, b, &ok, in);
   if (!ok) in.fail(std::string("'<' not supported between instances of '") + a.type_name() + "' and '" + b.type_name() + "'");
   return r;
 }
@@ -81,24 +84,28 @@ Value indent_filter(Interpreter& in, const Value& v, CallArgs& a) {
   const Value width = a.take(0, "width", Value::integer(4));
   const bool first = a.take(1, "first").truthy();
   const bool blank = a.take(2, "blank").truthy();
+  if (!width.is_string()) in.reserve_bytes(uint64_t(std::max<int64_t>(0, width.as_int())));
   const std::string pad = width.is_string() ? width.as_string() : std::string(size_t(std::max<int64_t>(0, width.as_int())), ' ');
-  const std::vector<std::string> lines = text::splitlines(to_str(v) + "\n");
-  std::string out;
+  const std::vector<std::string> lines = text::splitlines(to_str(v, in) + "\n");
+  std::string out = first ? pad : "";
+  size_t charged = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i) out += '\n';
-    out += (i > 0 && (blank || !lines[i].empty()) ? pad : "") + lines[i];
+    if (i > 0 && (blank || !lines[i].empty())) out += pad;
+    out += lines[i];
+    in.check_growth(out, &charged);
   }
-  if (first) out = pad + out;
-  in.check_string(out);
   return Value::string(std::move(out));
 }
 
 // printf-style "%s" formatting (the format filter): %s %r %d %i %f %%.
 Value format_filter(Interpreter& in, const Value& v, CallArgs& a) {
-  const std::string f = to_str(v);
+  const std::string f = to_str(v, in);
   std::string out;
+  size_t charged = 0;
   size_t next = 0;
   for (size_t i = 0; i < f.size(); ++i) {
+    in.check_growth(out, &charged);
     if (f[i] != '%') {
       out += f[i];
       continue;
@@ -110,12 +117,13 @@ Value format_filter(Interpreter& in, const Value& v, CallArgs& a) {
     }
     if (next >= a.args.size()) in.fail("format: not enough arguments for format string");
     const Value& x = a.args[next++];
-    if (f[i] == 's') out += to_str(x);
-    else if (f[i] == 'r') out += to_repr(x);
+    if (f[i] == 's') out += to_str(x, in);
+    else if (f[i] == 'r') out += to_repr(x, in);
     else if ((f[i] == 'd' || f[i] == 'i') && x.is_number()) out += std::to_string(x.is_float() ? int64_t(x.as_double()) : x.as_int());
     else if (f[i] == 'f' && x.is_number()) out += std::to_string(x.as_double());
     else in.fail(std::string("format: unsupported conversion '%") + f[i] + "' for " + x.type_name());
   }
+  in.check_growth(out, &charged);
   return Value::string(std::move(out));
 }
 
@@ -163,7 +171,7 @@ Value map_filter(Interpreter& in, const Value& v, CallArgs& a) {
     }
     return Value::list(std::move(out));
   }
-  if (!a.args[0].is_string() || !is_filter(a.args[0].as_string())) in.fail("map: no filter named " + to_repr(a.args[0]));
+  if (!a.args[0].is_string() || !is_filter(a.args[0].as_string())) in.fail("map: no filter named " + to_repr(a.args[0], in));
   const std::string filter = a.args[0].as_string();
   for (const Value& item : items) {
     CallArgs fa;
@@ -201,13 +209,20 @@ Value sort_filter(Interpreter& in, const std::string& name, const Value& v, Call
     return Value::list(std::move(items));
   }
   if (name == "unique") {
+    // Strings (the usual keys) are hashed; other keys are compared with each one kept so far, charged as work.
     List out, seen;
+    std::unordered_set<std::string> seen_strings;
     for (const Value& x : items) {
       const Value k = key(x);
-      if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k); })) {
-        seen.push_back(k);
-        out.push_back(x);
+      bool is_new;
+      if (k.is_string()) {
+        is_new = seen_strings.insert(k.as_string()).second;
+      } else {
+        in.charge(seen.size());
+        is_new = std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k, in); });
+        if (is_new) seen.push_back(k);
       }
+      if (is_new) out.push_back(x);
     }
     return Value::list(std::move(out));
   }
@@ -229,7 +244,7 @@ bool is_filter(std::string_view name) {
 
 Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& a) {
   in.charge(1 + Interpreter::size_steps(v));
-  if (name == "safe" || name == "string") return Value::string(to_str(v));
+  if (name == "safe" || name == "string") return Value::string(to_str(v, in));
   if (name == "default" || name == "d") {
     const Value fallback = a.take(0, "default_value", Value::string(""));
     const bool boolean = a.take(1, "boolean").truthy();
@@ -255,28 +270,30 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
   if (name == "length" || name == "count") return Value::integer(length_of(in, v));
   if (name == "trim") {
     const Value chars = a.take(0, "chars", Value::none());
-    return Value::string(text::strip(to_str(v), chars.is_string() ? std::optional<std::string>(chars.as_string()) : std::nullopt, true, true));
+    return Value::string(text::strip(to_str(v, in), chars.is_string() ? std::optional<std::string>(chars.as_string()) : std::nullopt, true, true));
   }
-  if (name == "upper") return Value::string(text::upper(to_str(v)));
-  if (name == "lower") return Value::string(text::lower(to_str(v)));
-  if (name == "capitalize") return Value::string(text::capitalize(to_str(v)));
-  if (name == "title") return Value::string(text::jinja_title(to_str(v)));
+  if (name == "upper") return Value::string(text::upper(to_str(v, in)));
+  if (name == "lower") return Value::string(text::lower(to_str(v, in)));
+  if (name == "capitalize") return Value::string(text::capitalize(to_str(v, in)));
+  if (name == "title") return Value::string(text::jinja_title(to_str(v, in)));
   if (name == "replace") {
     const Value count = a.take(2, "count", Value::none());
-    std::string out = text::replace(to_str(v), to_str(a.take(0, "old")), to_str(a.take(1, "new")), count.is_none() ? -1 : count.as_int());
-    in.check_string(out);
-    return Value::string(std::move(out));
+    const std::string s = to_str(v, in), old = to_str(a.take(0, "old"), in), with = to_str(a.take(1, "new"), in);
+    const int64_t n = count.is_none() ? -1 : count.as_int();
+    in.reserve_bytes(text::replaced_size(s, old, with, n));
+    return Value::string(text::replace(s, old, with, n));
   }
   if (name == "join") {
-    const std::string sep = to_str(a.take(0, "d", Value::string("")));
+    const std::string sep = to_str(a.take(0, "d", Value::string("")), in);
     const Value attr = a.take(1, "attribute");
     std::string out;
+    size_t charged = 0;
     bool first = true;
     for (const Value& x : as_list(in, v)) {
       if (!first) out += sep;
-      out += to_str(attr.is_string() ? attribute_of(in, x, attr.as_string()) : x);
+      out += to_str(attr.is_string() ? attribute_of(in, x, attr.as_string()) : x, in);
       first = false;
-      in.check_string(out);
+      in.check_growth(out, &charged);
     }
     return Value::string(std::move(out));
   }
@@ -287,12 +304,7 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
   }
   if (name == "list") return Value::list(as_list(in, v));
   if (name == "reverse") {
-    if (v.is_string()) {
-      std::vector<std::string> cs = code_points(v.as_string());
-      std::string out;
-      for (auto it = cs.rbegin(); it != cs.rend(); ++it) out += *it;
-      return Value::string(std::move(out));
-    }
+    if (v.is_string()) return get_slice(in, v, Value::none(), Value::none(), Value::integer(-1));
     List items = as_list(in, v);
     std::reverse(items.begin(), items.end());
     return Value::list(std::move(items));
@@ -308,14 +320,17 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
     const Value fallback = a.take(0, "default", Value::integer(0));
     if (v.is_int() || v.is_bool()) return Value::integer(v.as_int());
     if (v.is_float()) return std::isfinite(v.as_double()) && std::fabs(v.as_double()) < 9.2e18 ? Value::integer(int64_t(v.as_double())) : fallback;
-    if (v.is_string()) {
+    if (v.is_string()) {  // Jinja: int(s), else int(float(s)), else the default
       const std::string s = text::strip(v.as_string(), std::nullopt, true, true);
-      char* end = nullptr;
-      errno = 0;
-      const long long i = std::strtoll(s.c_str(), &end, 10);
-      if (!s.empty() && end == s.c_str() + s.size() && errno == 0) return Value::integer(i);
-      const double d = std::strtod(s.c_str(), &end);
-      if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::integer(int64_t(d));
+      if (const auto digits = text::int_literal(s)) {
+        errno = 0;
+        const long long i = std::strtoll(digits->c_str(), nullptr, 10);
+        if (errno == 0) return Value::integer(i);
+      }
+      if (const auto literal = text::float_literal(s)) {
+        const double d = std::strtod(literal->c_str(), nullptr);
+        if (std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::integer(int64_t(d));
+      }
     }
     return fallback;
   }
@@ -323,10 +338,8 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
     const Value fallback = a.take(0, "default", Value::floating(0.0));
     if (v.is_number()) return Value::floating(v.as_double());
     if (v.is_string()) {
-      const std::string s = text::strip(v.as_string(), std::nullopt, true, true);
-      char* end = nullptr;
-      const double d = std::strtod(s.c_str(), &end);
-      if (!s.empty() && end == s.c_str() + s.size()) return Value::floating(d);
+      const auto literal = text::float_literal(text::strip(v.as_string(), std::nullopt, true, true));
+      if (literal) return Value::floating(std::strtod(literal->c_str(), nullptr));
     }
     return fallback;
   }
@@ -342,29 +355,36 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") return select_filter(in, name, v, a);
   if (name == "map") return map_filter(in, v, a);
   if (name == "sort" || name == "dictsort" || name == "unique" || name == "min" || name == "max") return sort_filter(in, name, v, a);
-  if (name == "attr") return get_attr(in, v, to_str(a.take(0, "name")));
+  if (name == "attr") return get_attr(in, v, to_str(a.take(0, "name"), in));
   if (name == "sum") {
     const Value attr = a.take(0, "attribute");
     Value total = a.take(1, "start", Value::integer(0));
     for (const Value& x : as_list(in, v)) {
       const Value y = attr.is_string() ? attribute_of(in, x, attr.as_string()) : x;
       if (!y.is_number() || !total.is_number()) in.fail(std::string("sum: cannot add ") + y.type_name());
-      total = total.is_float() || y.is_float() ? Value::floating(total.as_double() + y.as_double()) : Value::integer(total.as_int() + y.as_int());
+      if (total.is_float() || y.is_float()) {
+        total = Value::floating(total.as_double() + y.as_double());
+        continue;
+      }
+      int64_t r;
+      if (__builtin_add_overflow(total.as_int(), y.as_int(), &r)) in.fail("integer overflow (the result needs more than 64 bits)");
+      total = Value::integer(r);
     }
     return total;
   }
-  if (name == "wordcount") return Value::integer(int64_t(text::split(to_str(v), std::nullopt, -1).size()));
+  if (name == "wordcount") return Value::integer(int64_t(text::word_count(to_str(v, in))));
   if (name == "center") {
-    const std::string s = to_str(v);
-    const int64_t width = std::min<int64_t>(a.take(0, "width", Value::integer(80)).as_int(), int64_t(in.limits().max_output_bytes));
+    const std::string s = to_str(v, in);
+    const int64_t width = a.take(0, "width", Value::integer(80)).as_int();
     const int64_t n = int64_t(text::length(s));
     if (width <= n) return Value::string(s);
+    in.reserve_bytes(uint64_t(width - n) + s.size());
     const int64_t left = (width - n) / 2 + ((width - n) & width & 1);
     return Value::string(std::string(size_t(left), ' ') + s + std::string(size_t(width - n - left), ' '));
   }
   if (name == "escape" || name == "e") {
     std::string out;
-    for (char c : to_str(v)) {
+    for (char c : to_str(v, in)) {
       if (c == '&') out += "&amp;";
       else if (c == '<') out += "&lt;";
       else if (c == '>') out += "&gt;";
@@ -372,14 +392,18 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
       else if (c == '\'') out += "&#39;";
       else out += c;
     }
+    in.check_string(out);
     return Value::string(std::move(out));
   }
   if (name == "batch") {
     const int64_t n = a.take(0, "linecount").as_int();
     if (n <= 0) in.fail("batch: linecount must be positive");
     const Value fill = a.take(1, "fill_with", Value::none());
+    const List items = as_list(in, v);
+    const uint64_t partial = items.size() % uint64_t(n);
+    in.reserve_items(items.size() + (fill.is_none() || partial == 0 ? 0 : uint64_t(n) - partial));
     List out, row;
-    for (const Value& x : as_list(in, v)) {
+    for (const Value& x : items) {
       row.push_back(x);
       if (int64_t(row.size()) == n) out.push_back(Value::list(std::exchange(row, {})));
     }

@@ -1,9 +1,11 @@
 #include "chat/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "chat/builtins.h"
 #include "chat/error.h"
+#include "chat/text.h"
 #include "core/utf8.h"
 
 namespace attnzoo::chat {
@@ -83,6 +85,28 @@ void Interpreter::check_string(const std::string& s) {
   }
 }
 
+void Interpreter::check_growth(const std::string& s, size_t* charged) {
+  charge(s.size() / 16 - std::min(*charged, s.size()) / 16);
+  *charged = s.size();
+  if (s.size() > limits_.max_output_bytes) reserve_bytes(s.size());
+}
+
+void Interpreter::reserve_bytes(uint64_t bytes) {
+  if (bytes > limits_.max_output_bytes) {
+    fail_limit("a string of " + std::to_string(bytes) + " bytes exceeds the output limit of " +
+               std::to_string(limits_.max_output_bytes) + " bytes");
+  }
+  charge(bytes / 16);
+}
+
+void Interpreter::reserve_items(uint64_t items) {
+  if (items > limits_.max_list_items) {
+    fail_limit("a list of " + std::to_string(items) + " items exceeds the limit of " +
+               std::to_string(limits_.max_list_items) + " items");
+  }
+  charge(items);
+}
+
 void Interpreter::check_depth(const Value& v) const {
   if (v.depth() > limits_.max_value_depth) {
     fail_limit("lists and dicts nested deeper than " + std::to_string(limits_.max_value_depth) + " levels");
@@ -100,14 +124,14 @@ void Interpreter::emit(std::string_view text) {
 void Interpreter::render(const Body& body, const Dict& context) {
   Frame root;
   for (const auto& [k, v] : context.items) {
-    if (!k.is_string()) fail("template variable names must be strings, got " + to_repr(k));
+    if (!k.is_string()) fail("template variable names must be strings, got " + to_repr(k, *this));
     check_depth(v);
     root.vars.emplace_back(k.as_string(), v);
   }
-  root_ = frame_ = &root;
+  frame_ = &root;
   const Flow flow = exec(body);
   (void)flow;
-  root_ = frame_ = nullptr;
+  frame_ = nullptr;
 }
 
 Value Interpreter::lookup(const std::string& name) const {
@@ -161,7 +185,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s) {
   charge(1);
   switch (s.kind) {
     case Stmt::Kind::text: emit(s.name); return Flow::normal;
-    case Stmt::Kind::output: emit(to_str(eval(*s.expr))); return Flow::normal;
+    case Stmt::Kind::output: emit(to_str(eval(*s.expr), *this)); return Flow::normal;
     case Stmt::Kind::if_:
       for (const auto& [cond, body] : s.branches) {
         if (eval(*cond).truthy()) return exec(body);
@@ -175,18 +199,18 @@ Interpreter::Flow Interpreter::exec(const Stmt& s) {
       exec_set(s, std::move(v));
       return Flow::normal;
     }
-    case Stmt::Kind::macro: assign(s.name, define_macro(s, nullptr)); return Flow::normal;
+    case Stmt::Kind::macro: assign(s.name, define_macro(s, frame_)); return Flow::normal;
     case Stmt::Kind::call_block: {
       const Expr& call = *s.expr;
       Value callee = eval(*call.a);
       CallArgs args = eval_args(call);
       args.kwargs.emplace_back("caller", define_macro(s, frame_));
-      emit(to_str(this->call(callee, args, call.a->kind == Expr::Kind::name ? call.a->name : "the callee")));
+      emit(to_str(this->call(callee, args, call.a->kind == Expr::Kind::name ? call.a->name : "the callee"), *this));
       return Flow::normal;
     }
     case Stmt::Kind::filter_block: {
       const Value body = Value::string(capture(s.body, frame_));
-      emit(to_str(eval_filter(*s.expr, &body)));
+      emit(to_str(eval_filter(*s.expr, &body), *this));
       return Flow::normal;
     }
     case Stmt::Kind::break_: return Flow::break_;
@@ -226,6 +250,7 @@ List iteration_items(Interpreter& in, const Value& v) {
     return out;
   }
   if (v.is_string()) {
+    in.reserve_items(text::length(v.as_string()));
     for (auto& c : code_points(v.as_string())) out.push_back(Value::string(std::move(c)));
     return out;
   }
@@ -295,11 +320,13 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s) {
 }
 
 // A macro, or a call block's `caller`: a callable that renders `s.body` with its parameters bound, in a frame
-// whose parent is the template's root (macros) or the frame of the call block (callers).
-Value Interpreter::define_macro(const Stmt& s, Frame* caller_frame) {
+// whose parent is `scope`, the frame it was defined in. Like Jinja's closures, it sees the loop variables and
+// `set`s of the loop or macro around it, as they are when it is called. The callable cannot outlive `scope`:
+// it is stored only in `scope` itself (or a frame inside it), since namespaces, lists and dicts refuse callables.
+Value Interpreter::define_macro(const Stmt& s, Frame* scope) {
   const Stmt* stmt = &s;
   const std::string name = s.kind == Stmt::Kind::macro ? s.name : "caller";
-  return Value::callable(name, [stmt, caller_frame, name](Interpreter& in, CallArgs& a) {
+  return Value::callable(name, [stmt, scope, name](Interpreter& in, CallArgs& a) {
     in.charge(1 + a.args.size() + a.kwargs.size());
     if (in.call_depth_ >= in.limits_.max_call_depth) {
       in.fail_limit("macro calls nested deeper than " + std::to_string(in.limits_.max_call_depth) + " levels");
@@ -308,7 +335,7 @@ Value Interpreter::define_macro(const Stmt& s, Frame* caller_frame) {
       in.fail("macro '" + name + "' takes at most " + std::to_string(stmt->params.size()) + " arguments, got " +
               std::to_string(a.args.size()));
     }
-    Frame frame{{}, caller_frame ? caller_frame : in.root_};
+    Frame frame{{}, scope};
     Value caller;
     for (auto& [k, v] : a.kwargs) {
       if (k == "caller") caller = v;
@@ -351,7 +378,8 @@ Value Interpreter::define_macro(const Stmt& s, Frame* caller_frame) {
       for (const auto& p : stmt->params) known = known || p == k;
       if (!known) in.fail("macro '" + name + "' takes no keyword argument '" + k + "'");
     }
-    if (!caller.is_undefined()) frame.vars.emplace_back("caller", caller);
+    // Always bound, so a macro inside a macro does not reach the outer one's caller (Jinja gives each its own).
+    frame.vars.emplace_back("caller", caller.is_undefined() ? Value::undefined("caller") : caller);
     ++in.call_depth_;
     struct Depth {
       int& d;

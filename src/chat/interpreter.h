@@ -20,7 +20,7 @@ struct Limits {
   int max_value_depth = 256;                // lists / dicts inside each other (built by the template or given)
   size_t max_output_bytes = 16u << 20;      // the rendered text, and any string the template builds
   uint64_t max_loop_iterations = 1000000;   // all for-loop iterations of one render together
-  size_t max_list_items = 1000000;          // range() and list products
+  size_t max_list_items = 1000000;          // any list a builtin builds: range(), products, batch, split, characters
   // All work of one render: one step per expression evaluated, statement run, loop iteration and macro call,
   // plus one per item (or 16 bytes) a filter, method or string operation goes through.
   uint64_t max_steps = 50000000;  // about a second or two
@@ -46,6 +46,13 @@ class Interpreter {
   [[noreturn]] void fail_limit(const std::string& message) const;   // a resource limit hit here
   [[noreturn]] void raise(const std::string& message) const;        // the template's raise_exception
   void check_string(const std::string& s);  // within max_output_bytes; charges its bytes as steps
+  // For a string built piece by piece: within max_output_bytes, charging only the bytes added since the last
+  // call (*charged is how many were charged before), so building n bytes costs n/16 steps however many pieces.
+  void check_growth(const std::string& s, size_t* charged);
+  // A result of `bytes` bytes or `items` items the caller is about to build: charged, and refused beyond the
+  // limits before anything is allocated.
+  void reserve_bytes(uint64_t bytes);
+  void reserve_items(uint64_t items);
   void check_depth(const Value& v) const;   // within max_value_depth
   void charge(uint64_t steps);              // within max_steps
   static uint64_t size_steps(const Value& v);  // what going through v costs: items, or 16-byte chunks of text
@@ -70,7 +77,7 @@ class Interpreter {
   Flow exec(const Stmt& s);
   Flow exec_for(const Stmt& s);
   void exec_set(const Stmt& s, Value v);
-  Value define_macro(const Stmt& s, Frame* caller_frame);
+  Value define_macro(const Stmt& s, Frame* scope);
   std::string capture(const Body& body, Frame* frame);
   void emit(std::string_view text);
 
@@ -84,7 +91,6 @@ class Interpreter {
   Limits limits_;
   std::string* out_;
   Frame* frame_ = nullptr;
-  Frame* root_ = nullptr;
   int call_depth_ = 0;
   uint64_t iterations_ = 0;
   uint64_t steps_ = 0;

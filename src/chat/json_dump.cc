@@ -19,6 +19,7 @@ struct Dumper {
   const std::string& item_sep;
   const std::string& key_sep;
   std::string out;
+  size_t charged = 0;  // bytes of `out` already charged as work
 
   void newline(int level) {
     out += '\n';
@@ -26,7 +27,8 @@ struct Dumper {
   }
 
   void dump(const Value& v, int level) {
-    in.check_string(out);
+    in.charge(1);  // per item: shared lists make a value's items far more than its size
+    in.check_growth(out, &charged);
     switch (v.kind()) {
       case Value::Kind::none: out += "null"; return;
       case Value::Kind::boolean: out += v.as_bool() ? "true" : "false"; return;
@@ -97,7 +99,7 @@ std::string to_json(Interpreter& in, const Value& v, int indent, bool sort_keys,
   const std::string indent_text(size_t(std::max(indent, 0)), ' ');
   Dumper d{in, indent >= 0 ? &indent_text : nullptr, sort_keys, item_sep, key_sep, {}};
   d.dump(v, 0);
-  in.check_string(d.out);
+  in.check_growth(d.out, &d.charged);
   return std::move(d.out);
 }
 

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "chat/error.h"
+#include "chat/text.h"
 #include "core/utf8.h"
 
 namespace attnzoo::chat {
@@ -35,6 +36,20 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
+// Where the whitespace that ends `text` begins. Whitespace is what jinja2's \s matches when it strips text before
+// a tag (lstrip_blocks, `{%-`): Python's, so U+00A0 and U+3000 too.
+size_t trailing_space_start(const std::string& text) {
+  size_t end = text.size();
+  while (end > 0) {
+    size_t b = end - 1;
+    while (b > 0 && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
+    uint32_t cp = 0;
+    if (utf8::decode(text, b, &cp) != end - b || !text::is_space(cp)) break;
+    end = b;
+  }
+  return end;
+}
+
 class Lexer {
  public:
   Lexer(std::string source, const LexOptions& options) : s_(std::move(source)), options_(options) {
@@ -58,7 +73,7 @@ class Lexer {
       const bool raw = type == '%' && raw_begin_end(tag) != 0;
       const char sign = tag + 2 < s_.size() && (s_[tag + 2] == '-' || s_[tag + 2] == '+') ? s_[tag + 2] : 0;
       if (sign == '-') {
-        while (!text.empty() && is_space(text.back())) text.pop_back();
+        text.resize(trailing_space_start(text));
       } else if (sign != '+' && options_.lstrip_blocks && type != '{') {
         lstrip_line(text, line_starting);
       }
@@ -106,16 +121,12 @@ class Lexer {
     return s_.size();
   }
 
-  // lstrip_blocks: drop the spaces between the last line start and the tag when nothing else is there.
+  // lstrip_blocks: drop the whitespace between the last line start and the tag when nothing else is there.
   static void lstrip_line(std::string& text, bool line_starting) {
     const size_t nl = text.rfind('\n');
     const size_t l_pos = nl == std::string::npos ? 0 : nl + 1;
     if (l_pos == 0 && !line_starting) return;
-    if (l_pos == text.size()) return;
-    for (size_t i = l_pos; i < text.size(); ++i) {
-      if (!is_space(text[i])) return;
-    }
-    text.resize(l_pos);
+    if (trailing_space_start(text) <= l_pos) text.resize(l_pos);
   }
 
   size_t skip_space(size_t i) const {
@@ -166,7 +177,7 @@ class Lexer {
       if (s_.compare(j, 2, "%}") != 0) continue;
       std::string text = s_.substr(pos_, i - pos_);
       if (open_sign == '-') {
-        while (!text.empty() && is_space(text.back())) text.pop_back();
+        text.resize(trailing_space_start(text));
       } else if (open_sign != '+' && options_.lstrip_blocks) {
         lstrip_line(text, false);
       }
@@ -310,7 +321,13 @@ class Lexer {
         case 'b': out += '\b'; break;
         case 'f': out += '\f'; break;
         case 'v': out += '\v'; break;
-        case '0': out += '\0'; break;
+        case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+          // \ooo: one to three octal digits, up to \777 (U+01FF), as Python's unicode-escape reads them.
+          uint32_t cp = uint32_t(e - '0');
+          for (int k = 0; k < 2 && pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '7'; ++k) cp = cp * 8 + uint32_t(s_[pos_++] - '0');
+          utf8::append(out, cp);
+          break;
+        }
         case 'x':
         case 'u':
         case 'U': {

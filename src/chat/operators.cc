@@ -145,7 +145,7 @@ Value Interpreter::eval_binary(const Expr& e) {
   const Value b = eval(*e.b);
   Place place(*this, e.line, e.column);
   if (op == "~") {
-    std::string s = to_str(a) + to_str(b);
+    std::string s = to_str(a, *this) + to_str(b, *this);
     check_string(s);
     return Value::string(std::move(s));
   }
@@ -162,16 +162,16 @@ Value Interpreter::eval_compare(const Expr& e) {
     const std::string& op = e.ops[i];
     charge(size_steps(left) + size_steps(right));
     bool r;
-    if (op == "==") r = equals(left, right);
-    else if (op == "!=") r = !equals(left, right);
+    if (op == "==") r = equals(left, right, *this);
+    else if (op == "!=") r = !equals(left, right, *this);
     else if (op == "in") r = contains(*this, right, left);
     else if (op == "notin") r = !contains(*this, right, left);
     else {
       bool ok;
-      if (op == "<") r = less_than(left, right, &ok);
-      else if (op == ">") r = less_than(right, left, &ok);
-      else if (op == "<=") r = !less_than(right, left, &ok);
-      else r = !less_than(left, right, &ok);
+      if (op == "<") r = less_than(left, right, &ok, *this);
+      else if (op == ">") r = less_than(right, left, &ok, *this);
+      else if (op == "<=") r = !less_than(right, left, &ok, *this);
+      else r = !less_than(left, right, &ok, *this);
       if (!ok) {
         fail("'" + op + "' not supported between instances of '" + left.type_name() + "' and '" + right.type_name() + "'");
       }

@@ -35,7 +35,7 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallAr
   if (name == "callable") return v.is_callable();
   if (name == "escaped") return false;
   if (name == "lower" || name == "upper") {
-    const std::string s = to_str(v);
+    const std::string s = to_str(v, in);
     return name == "lower" ? text::lower(s) == s && text::upper(s) != s : text::upper(s) == s && text::lower(s) != s;
   }
   if (name == "filter") return v.is_string() && is_filter(v.as_string());
@@ -50,11 +50,11 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallAr
     if (v.kind() != x.kind()) return false;
     if (v.is_none() || v.is_undefined()) return true;
     if (v.is_bool() || v.is_int()) return v.as_int() == x.as_int();
-    return equals(v, x) && (v.is_string() || v.is_float());
+    return (v.is_string() || v.is_float()) && equals(v, x, in);
   }
   if (name == "in") return contains(in, x, v);
-  if (name == "eq" || name == "equalto" || name == "==") return equals(v, x);
-  if (name == "ne" || name == "!=") return !equals(v, x);
+  if (name == "eq" || name == "equalto" || name == "==") return equals(v, x, in);
+  if (name == "ne" || name == "!=") return !equals(v, x, in);
   if (name == "divisibleby") {
     if (!v.is_int() && !v.is_bool()) in.fail("test 'divisibleby' needs an integer");
     if (!x.is_int() || x.as_int() == 0) in.fail("divisibleby needs a non-zero integer");
@@ -62,10 +62,10 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallAr
   }
   bool ok;
   bool r;
-  if (name == "lt" || name == "lessthan" || name == "<") r = less_than(v, x, &ok);
-  else if (name == "gt" || name == "greaterthan" || name == ">") r = less_than(x, v, &ok);
-  else if (name == "le" || name == "<=") r = !less_than(x, v, &ok);
-  else r = !less_than(v, x, &ok);
+  if (name == "lt" || name == "lessthan" || name == "<") r = less_than(v, x, &ok, in);
+  else if (name == "gt" || name == "greaterthan" || name == ">") r = less_than(x, v, &ok, in);
+  else if (name == "le" || name == "<=") r = !less_than(x, v, &ok, in);
+  else r = !less_than(v, x, &ok, in);
   if (!ok) in.fail("test '" + name + "': cannot compare " + v.type_name() + " and " + x.type_name());
   return r;
 }

@@ -5,7 +5,22 @@
 #include <cmath>
 #include <cstdio>
 
+#include "chat/interpreter.h"
+#include "core/utf8.h"
+
 namespace attnzoo::chat {
+namespace {
+// Key equality: keys are scalars, which compare without walking anything (1 == 1.0 == True, as in Python).
+bool same_key(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
+    return a.as_int() == b.as_int();
+  }
+  if (a.kind() != b.kind()) return false;
+  if (a.is_string()) return a.as_string() == b.as_string();
+  return a.is_none() || a.is_undefined();
+}
+}  // namespace
 
 const Value* Dict::find(std::string_view key) const {
   for (const auto& [k, v] : items) {
@@ -17,14 +32,14 @@ const Value* Dict::find(std::string_view key) const {
 const Value* Dict::find(const Value& key) const {
   if (key.is_string()) return find(std::string_view(key.as_string()));
   for (const auto& [k, v] : items) {
-    if (equals(k, key)) return &v;
+    if (same_key(k, key)) return &v;
   }
   return nullptr;
 }
 
 void Dict::set(Value key, Value value) {
   for (auto& [k, v] : items) {
-    if (equals(k, key)) {
+    if (same_key(k, key)) {
       v = std::move(value);
       return;
     }
@@ -215,29 +230,47 @@ std::string float_repr(double d) {
 
 namespace {
 
+// Code points that Python's str.isprintable() rejects and repr() escapes: controls (Cc), format characters (Cf),
+// separators other than ' ' (Zs, Zl, Zp) and private use (Co), as of Unicode 14. Unassigned code points (Cn),
+// which Python escapes too, are printed as they are.
+bool is_printable(uint32_t cp) {
+  static const std::pair<uint32_t, uint32_t> kNonPrintable[] = {
+      {0x0, 0x1f},         {0x7f, 0xa0},       {0xad, 0xad},       {0x600, 0x605},     {0x61c, 0x61c},
+      {0x6dd, 0x6dd},      {0x70f, 0x70f},     {0x890, 0x891},     {0x8e2, 0x8e2},     {0x1680, 0x1680},
+      {0x180e, 0x180e},    {0x2000, 0x200f},   {0x2028, 0x202f},   {0x205f, 0x2064},   {0x2066, 0x206f},
+      {0x3000, 0x3000},    {0xe000, 0xf8ff},   {0xfeff, 0xfeff},   {0xfff9, 0xfffb},   {0x110bd, 0x110bd},
+      {0x110cd, 0x110cd},  {0x13430, 0x13438}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0001, 0xe0001},
+      {0xe0020, 0xe007f},  {0xf0000, 0xffffd}, {0x100000, 0x10fffd}};
+  for (const auto& [lo, hi] : kNonPrintable) {
+    if (cp >= lo && cp <= hi) return false;
+  }
+  return true;
+}
+
 std::string string_repr(const std::string& s) {
   const bool has_single = s.find('\'') != std::string::npos;
   const bool has_double = s.find('"') != std::string::npos;
   const char quote = has_single && !has_double ? '"' : '\'';
   std::string out(1, quote);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c == quote) {
-          out += '\\';
-          out += char(c);
-        } else if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\x%02x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    size_t n = utf8::decode(s, i, &cp);
+    if (n == 0) {  // not reachable for validated text; show the byte rather than loop
+      cp = static_cast<unsigned char>(s[i]);
+      n = 1;
     }
+    if (cp == '\\') out += "\\\\";
+    else if (cp == '\n') out += "\\n";
+    else if (cp == '\r') out += "\\r";
+    else if (cp == '\t') out += "\\t";
+    else if (cp == uint32_t(quote)) out += std::string("\\") + quote;
+    else if (is_printable(cp)) out.append(s, i, n);
+    else {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x", unsigned(cp));
+      out += buf;
+    }
+    i += n;
   }
   out += quote;
   return out;
@@ -245,53 +278,90 @@ std::string string_repr(const std::string& s) {
 
 }  // namespace
 
-std::string to_str(const Value& v) {
+namespace {
+
+// Builds a repr in one string, charging each item it visits and checking the text's size as it grows.
+struct Printer {
+  Interpreter& in;
+  std::string out;
+  size_t charged = 0;  // bytes of `out` already charged
+
+  void item(const Value& v) {
+    in.charge(1);
+    repr(v);
+    in.check_growth(out, &charged);
+  }
+
+  void items(const Dict& d) {
+    bool first = true;
+    for (const auto& [k, x] : d.items) {
+      out += first ? "" : ", ";
+      item(k);
+      out += ": ";
+      item(x);
+      first = false;
+    }
+  }
+
+  void repr(const Value& v) {
+    switch (v.kind()) {
+      case Value::Kind::undefined: out += "Undefined"; return;
+      case Value::Kind::none: out += "None"; return;
+      case Value::Kind::boolean: out += v.as_bool() ? "True" : "False"; return;
+      case Value::Kind::integer: out += std::to_string(v.as_int()); return;
+      case Value::Kind::floating: out += float_repr(v.as_double()); return;
+      case Value::Kind::string: out += string_repr(v.as_string()); return;
+      case Value::Kind::list: {
+        out += v.is_tuple() ? "(" : "[";
+        const List& xs = v.as_list();
+        for (size_t i = 0; i < xs.size(); ++i) {
+          if (i) out += ", ";
+          item(xs[i]);
+        }
+        if (v.is_tuple() && xs.size() == 1) out += ",";
+        out += v.is_tuple() ? ")" : "]";
+        return;
+      }
+      case Value::Kind::dict:
+        out += "{";
+        items(v.as_dict());
+        out += "}";
+        return;
+      case Value::Kind::ns:
+        out += "<Namespace {";
+        items(v.as_namespace().attrs);
+        out += "}>";
+        return;
+      case Value::Kind::callable: out += "<function " + v.as_callable().name + ">"; return;
+    }
+  }
+};
+
+// The entry of `y` under key `k`: usually at the same place as in the dict it is compared with (dicts built the
+// same way keep the same order), else found by a scan charged by its length.
+const Value* matching_entry(const Dict& y, size_t i, const Value& k, Interpreter& in) {
+  if (i < y.items.size() && same_key(y.items[i].first, k)) return &y.items[i].second;
+  in.charge(y.items.size());
+  return y.find(k);
+}
+
+}  // namespace
+
+std::string to_str(const Value& v, Interpreter& in) {
   switch (v.kind()) {
     case Value::Kind::undefined: return "";
     case Value::Kind::string: return v.as_string();
-    default: return to_repr(v);
+    default: return to_repr(v, in);
   }
 }
 
-std::string to_repr(const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::undefined: return "Undefined";
-    case Value::Kind::none: return "None";
-    case Value::Kind::boolean: return v.as_bool() ? "True" : "False";
-    case Value::Kind::integer: return std::to_string(v.as_int());
-    case Value::Kind::floating: return float_repr(v.as_double());
-    case Value::Kind::string: return string_repr(v.as_string());
-    case Value::Kind::list: {
-      std::string out = v.is_tuple() ? "(" : "[";
-      const List& items = v.as_list();
-      for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + to_repr(items[i]);
-      if (v.is_tuple() && items.size() == 1) out += ",";
-      return out + (v.is_tuple() ? ")" : "]");
-    }
-    case Value::Kind::dict: {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& [k, x] : v.as_dict().items) {
-        out += (first ? "" : ", ") + to_repr(k) + ": " + to_repr(x);
-        first = false;
-      }
-      return out + "}";
-    }
-    case Value::Kind::ns: {
-      std::string out = "<Namespace {";
-      bool first = true;
-      for (const auto& [k, x] : v.as_namespace().attrs.items) {
-        out += (first ? "" : ", ") + to_repr(k) + ": " + to_repr(x);
-        first = false;
-      }
-      return out + "}>";
-    }
-    case Value::Kind::callable: return "<function " + v.as_callable().name + ">";
-  }
-  return "";
+std::string to_repr(const Value& v, Interpreter& in) {
+  Printer p{in, {}};
+  p.item(v);
+  return std::move(p.out);
 }
 
-bool equals(const Value& a, const Value& b) {
+bool equals(const Value& a, const Value& b, Interpreter& in) {
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
@@ -302,19 +372,22 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::none: return true;
     case Value::Kind::string: return a.as_string() == b.as_string();
     case Value::Kind::list: {
+      if (a.is_tuple() != b.is_tuple()) return false;  // Python: [1] != (1,)
       const List &x = a.as_list(), &y = b.as_list();
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i) {
-        if (!equals(x[i], y[i])) return false;
+        in.charge(1);
+        if (!equals(x[i], y[i], in)) return false;
       }
       return true;
     }
     case Value::Kind::dict: {
       const Dict &x = a.as_dict(), &y = b.as_dict();
       if (x.items.size() != y.items.size()) return false;
-      for (const auto& [k, v] : x.items) {
-        const Value* w = y.find(k);
-        if (!w || !equals(v, *w)) return false;
+      for (size_t i = 0; i < x.items.size(); ++i) {
+        in.charge(1);
+        const Value* w = matching_entry(y, i, x.items[i].first, in);
+        if (!w || !equals(x.items[i].second, *w, in)) return false;
       }
       return true;
     }
@@ -324,18 +397,19 @@ bool equals(const Value& a, const Value& b) {
   }
 }
 
-bool less_than(const Value& a, const Value& b, bool* ok) {
+bool less_than(const Value& a, const Value& b, bool* ok, Interpreter& in) {
   *ok = true;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
     return a.as_int() < b.as_int();
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
-  if (a.is_list() && b.is_list()) {
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const List &x = a.as_list(), &y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (equals(x[i], y[i])) continue;
-      return less_than(x[i], y[i], ok);
+      in.charge(1);
+      if (equals(x[i], y[i], in)) continue;
+      return less_than(x[i], y[i], ok, in);
     }
     return x.size() < y.size();
   }

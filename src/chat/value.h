@@ -19,7 +19,8 @@ class Value;
 using List = std::vector<Value>;
 
 // A dict in insertion order (Python 3.7+ semantics). Keys are strings (all of JSON's) or other scalars
-// (templates write {0: 0, 512: 128}); keys that compare equal (1, 1.0, True) are one key, as in Python.
+// (templates write {0: 0, 512: 128}, never lists or dicts); keys that compare equal (1, 1.0, True) are one key, as
+// in Python.
 struct Dict {
   std::vector<std::pair<Value, Value>> items;
   const Value* find(std::string_view key) const;
@@ -106,13 +107,16 @@ class Value {
   static const std::shared_ptr<const std::string>& empty_string();
 };
 
-// Python's str() / repr() of a value (str of a list shows its items' repr: ['a', 1]).
-std::string to_str(const Value& v);
-std::string to_repr(const Value& v);
+// Python's str() / repr() of a value (str of a list shows its items' repr: ['a', 1]). Lists share their items,
+// so a small value can stand for billions of them ([[[0] * 1000] * 1000] * 1000): walking one charges `in` a step
+// per item and keeps the text within its output limit, ending such a walk with a limit error.
+std::string to_str(const Value& v, Interpreter& in);
+std::string to_repr(const Value& v, Interpreter& in);
 std::string float_repr(double d);
 
 // Python ==, and < for the types that order (numbers, strings, lists); `ok` false when they do not compare.
-bool equals(const Value& a, const Value& b);
-bool less_than(const Value& a, const Value& b, bool* ok);
+// Charged to `in` a step per item compared, as printing is.
+bool equals(const Value& a, const Value& b, Interpreter& in);
+bool less_than(const Value& a, const Value& b, bool* ok, Interpreter& in);
 
 }  // namespace attnzoo::chat
