@@ -110,7 +110,8 @@ void bind_engine(nb::module_& m) {
              const Rows r = logits_rows(logits);
              require(r.rows == 1 && logits.ndim() == 1, "logits", "must be one row [vocab]");
              const auto ctx = context_span(context_ids);
-             KernelScope scope(false);
+             // The GIL stays held: a Sampler's buffers and position change in sample(), so two threads sharing one
+             // must take turns (one row costs well under a millisecond).
              return s.sample({r.data, size_t(r.vocab)}, ctx);
            },
            nb::arg("logits"), nb::arg("context_ids").none());

@@ -165,6 +165,32 @@ def test_seed_reproducible_and_batch_equals_sequential_draws():
     assert [s.sample(row) for row in logits] == a.tolist()
 
 
+def test_threads_sharing_one_sampler_take_turns():
+    """Two threads drawing from one Sampler, rows of very different sizes: its buffers are resized and rewritten by
+    every call, so the calls must not overlap (they corrupted the heap while the GIL was released). In a
+    subprocess, so that a crash fails this test rather than the whole run."""
+    code = (
+        "import numpy as np, threading, time\n"
+        "from attnzoo.generate import Sampler\n"
+        "s = Sampler(seed=0)\n"
+        "rows = [np.random.randn(n).astype(np.float32) for n in (1_000_000, 1, 7, 300)]\n"
+        "stop = time.time() + 3\n"
+        "def draw(xs):\n"
+        "    i = 0\n"
+        "    while time.time() < stop:\n"
+        "        assert 0 <= s.sample(xs[i % len(xs)]) < len(xs[i % len(xs)])\n"
+        "        i += 1\n"
+        "ts = [threading.Thread(target=draw, args=(rows[:1],)), threading.Thread(target=draw, args=(rows[1:],))]\n"
+        "[t.start() for t in ts]\n"
+        "[t.join() for t in ts]\n")
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
 def test_per_row_context_and_torch_in_torch_out():
     logits = torch.tensor([[5.0, 4.0, 0.0], [5.0, 4.0, 0.0]])
     ids = gen.sample(logits, temperature=0, repetition_penalty=2.0, context_ids=[[0], []])
