@@ -9,8 +9,8 @@ naive:    k_h = [W_UK_h c_kv ; k_pe], v_h = W_UV_h c_kv, o_h = softmax(scale * q
 absorbed: q_lat_h = W_UK_h^T q_nope_h, o_h = W_UV_h softmax(scale * (q_lat_h . c_kv + q_pe_h . k_pe)) c_kv
 """
 from . import _core
-from ._arrays import (as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, optional_input,
-                      shape_of)
+from ._arrays import (as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, on_cuda, optional_input,
+                      require_finite_on_device, shape_of)
 
 
 def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
@@ -73,7 +73,8 @@ def _prefill(q, kv_latent, w_kv_b, kv_lora_rank, qk_nope_head_dim, qk_rope_head_
 
 
 def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
-               v_head_dim, block_table=None, scale=None, causal=True, out=None, k_scale=None, kv_cache_dtype="auto"):
+               v_head_dim, block_table=None, scale=None, causal=True, out=None, k_scale=None, kv_cache_dtype="auto",
+               check_inputs=True):
     """MLA for new tokens against a latent cache (absorbed form: the cache is read as-is, once for all heads).
 
     q: [B, Tq, H, qk_nope_head_dim + qk_rope_head_dim], Tq >= 1 new tokens per sequence (1 for decode, a few
@@ -86,6 +87,7 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
     scale: default (qk_nope_head_dim + qk_rope_head_dim) ** -0.5. Same dtypes and errors as mla_prefill.
     Equals mla_prefill on the same tokens up to f32 rounding (the absorption reorders the sums).
     k_scale / kv_cache_dtype: a quantized latent cache, as in mla_prefill.
+    check_inputs: refuse NaN / Inf in q (the cache is not scanned: its unused rows may hold anything).
     CUDA torch tensors (all on one GPU) run there without a copy, on the caller's current stream, for one new
     token per sequence over a bf16 / f16 / f32 latent cache; cache_seqlens and block_table are read on the host.
     """
@@ -96,9 +98,12 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
         raise ValueError("cache_seqlens: is required")
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
+    if check_inputs and on_cuda(q):
+        require_finite_on_device([(q, "q")])
+        check_inputs = False
     _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b,
                      as_output(out, "out", cuda=True), r, dn, dr, dv, as_i32_vector(block_table, "block_table"), scale,
-                     bool(causal), k_scale=optional_input(k_scale, "k_scale", cuda=True),
+                     bool(causal), check_inputs=bool(check_inputs), k_scale=optional_input(k_scale, "k_scale", cuda=True),
                      kv_cache_dtype=kv_cache_dtype, stream=cuda_stream_of(q))
     return out
 

@@ -82,6 +82,15 @@ void require_writable(const TensorView& v, const char* name) {
           "is read-only memory (written in place); pass a writable array");
 }
 
+// An output whose elements share memory (a broadcast view: stride 0 along a dimension of more than one) would have
+// its rows written over each other, by several threads at once: refused, as torch refuses such an out=.
+void require_distinct_elements(const TensorView& v, const char* name) {
+  for (int d = 0; d < v.ndim; ++d)
+    require(v.strides[size_t(d)] != 0 || v.shape[size_t(d)] <= 1, name,
+            "has elements that share memory (stride 0 along dimension " + std::to_string(d) +
+                ", an expanded view); pass an array with memory of its own, e.g. .contiguous()");
+}
+
 template <typename Array>
 TensorView view_of(const Array& a, const char* name) {
   require(a.ndim() <= size_t(TensorView::kMaxDims), name, "has more than 6 dimensions");
@@ -107,12 +116,14 @@ TensorView view_of(const Array& a, const char* name) {
 TensorView as_view(const AnyArray& a, const char* name) { return view_of(a, name); }
 TensorView as_view(const OutArray& a, const char* name) {
   TensorView v = view_of(a, name);
+  require_distinct_elements(v, name);
   require_writable(v, name);
   return v;
 }
 TensorView as_view(const DeviceArray& a, const char* name) { return view_of(a, name); }
 TensorView as_view(const DeviceOutArray& a, const char* name) {
   TensorView v = view_of(a, name);
+  require_distinct_elements(v, name);
   if (v.device.is_cpu()) require_writable(v, name);  // the probe reads host addresses
   return v;
 }

@@ -85,8 +85,8 @@ void bind_mla(nb::module_& m) {
         [](const DeviceArray& q, const DeviceArray& latent_cache, const AnyArray& cache_seqlens,
            const DeviceArray& w_kv_b, const DeviceOutArray& out, int64_t kv_lora_rank, int64_t qk_nope_head_dim,
            int64_t qk_rope_head_dim, int64_t v_head_dim, std::optional<AnyArray> block_table,
-           std::optional<float> scale, bool causal, bool reference, std::optional<DeviceArray> k_scale,
-           const std::string& kv_cache_dtype, uintptr_t stream) {
+           std::optional<float> scale, bool causal, bool reference, bool check_inputs,
+           std::optional<DeviceArray> k_scale, const std::string& kv_cache_dtype, uintptr_t stream) {
           const TensorView qv = as_view(q, "q"), ov = as_view(out, "out");
           const MlaWeights w = make_weights(as_view(w_kv_b, "w_kv_b"), qv, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim);
           const int64_t B = qv.shape[0];
@@ -96,9 +96,10 @@ void bind_mla(nb::module_& m) {
           cache.cache_seqlens = as_int32(cache_seqlens, "cache_seqlens", B);
           if (block_table) cache.block_table = as_block_table(*block_table, B, &cache.max_blocks_per_seq);
           const MlaOptions o = make_options(scale, causal);
-          refuse_host_only_options(qv.device, reference, false);
+          refuse_host_only_options(qv.device, reference, check_inputs);
           KernelScope scope;
           const StreamGuard on_stream(stream_of(stream));
+          if (check_inputs) require_finite(qv, "q");  // only q: a cache's unused rows may hold anything
           if (reference)
             mla_decode_reference(qv, cache, w, ov, o);
           else
@@ -107,7 +108,8 @@ void bind_mla(nb::module_& m) {
         nb::arg("q"), nb::arg("latent_cache"), nb::arg("cache_seqlens"), nb::arg("w_kv_b"), nb::arg("out"),
         nb::arg("kv_lora_rank"), nb::arg("qk_nope_head_dim"), nb::arg("qk_rope_head_dim"), nb::arg("v_head_dim"),
         nb::arg("block_table").none(), nb::arg("scale").none(), nb::arg("causal"), nb::arg("reference") = false,
-        nb::arg("k_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto", nb::arg("stream") = 0);
+        nb::arg("check_inputs") = false, nb::arg("k_scale").none() = nb::none(), nb::arg("kv_cache_dtype") = "auto",
+        nb::arg("stream") = 0);
 }
 
 }  // namespace attnzoo::py

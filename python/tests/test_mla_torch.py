@@ -204,6 +204,18 @@ def test_reference_agrees():
     assert (got.double() - torch_mla(q, lat, w, SMALL)).abs().max().item() <= 2e-6
 
 
+def test_decode_refuses_a_non_finite_q_by_name():
+    """As mla_prefill does: a NaN query would otherwise come back as a silent row of zeros."""
+    q, _, w = make_inputs(1, 4, 4, 4, SMALL)
+    cache, lens = make_cache([8], 8, SMALL), torch.tensor([8], dtype=torch.int32)
+    bad = q.clone()
+    bad[0, 1, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="q: contains NaN or Inf"):
+        attnzoo.mla_decode(bad, cache, lens, w, **SMALL)
+    attnzoo.mla_decode(bad, cache, lens, w, check_inputs=False, **SMALL)  # skipped on request
+    assert torch.isfinite(attnzoo.mla_decode(q, cache, lens, w, **SMALL)).all()
+
+
 def test_errors_name_the_argument():
     q, lat, w = make_inputs(1, 4, 4, 4, SMALL)
     with pytest.raises(ValueError, match="w_kv_b"):

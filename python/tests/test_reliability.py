@@ -79,6 +79,19 @@ def test_torch_out_over_read_only_memory_is_refused(tmp_path):
         attnzoo.attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), out=out)
 
 
+def test_out_whose_elements_share_memory_is_refused():
+    """An expanded view (stride 0) as out would have every row written over the same memory, racing across threads:
+    refused by name, as torch refuses it, for outputs and in-place state alike."""
+    q, k, v = _qkv()
+    shared = torch.empty((1, 1) + q.shape[2:]).expand(q.shape)
+    with pytest.raises(ValueError, match="out: has elements that share memory"):
+        attnzoo.attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), out=shared)
+    out = torch.empty(q.shape)
+    single = out.as_strided(q.shape, (0,) + out.stride()[1:])  # stride 0 along the batch of 1: no sharing
+    attnzoo.attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), out=single)
+    assert torch.isfinite(out).all()
+
+
 def test_read_only_in_place_state_is_refused(tmp_path):
     from attnzoo.linear import mamba2_state_update
     Bn, H, P, N, G = 1, 2, 4, 8, 1
