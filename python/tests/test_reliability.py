@@ -252,3 +252,27 @@ def test_keyboard_interrupt_stops_a_long_kernel_promptly(sigint_raises):
     # The pool is usable afterwards and gives the full result again.
     small = _qkv()
     np.testing.assert_allclose(attnzoo.attention(*small), attnzoo.attention_reference(*small), atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_nan_in_a_cache_reaches_exactly_the_outputs_that_see_it(dtype):
+    """A NaN key is no key to skip: every query row that sees it gets NaN (an exact softmax's answer), the rows
+    that do not see it stay as they were. Prefill (causal: rows before the key do not see it) and decode, whose
+    caches are not scanned."""
+    T, H, D, bad = 96, 2, 32, 70
+    rng = np.random.default_rng(4)
+    q, k, v = (torch.from_numpy(rng.standard_normal((1, T, H, D)).astype(np.float32)).to(dtype) for _ in range(3))
+    clean = attnzoo.attention(q, k, v, causal=True).float()
+    k_bad = k.clone()
+    k_bad[0, bad, 1, 3] = float("nan")
+    got = attnzoo.attention(q, k_bad, v, causal=True, check_inputs=False).float()
+    assert torch.equal(got[:, :bad], clean[:, :bad]) and torch.equal(got[:, bad:, 0], clean[:, bad:, 0])
+    assert torch.isnan(got[:, bad:, 1]).all()
+    lens = torch.tensor([T], dtype=torch.int32)
+    row = attnzoo.attention_decode(q[:, -1:], k_bad, v, lens).float()
+    assert torch.isnan(row[:, :, 1]).all() and torch.isfinite(row[:, :, 0]).all()
+    from attnzoo.decode import attention_decode_reference
+    ref = attention_decode_reference(q[:, -1:].float(), k_bad.float(), v.float(), lens)
+    assert torch.isnan(ref[:, :, 1]).all() and torch.isfinite(ref[:, :, 0]).all()
+    before = attnzoo.attention_decode(q[:, bad - 1:bad], k_bad, v, torch.tensor([bad], dtype=torch.int32)).float()
+    assert torch.isfinite(before).all()  # the NaN row lies past this sequence's length

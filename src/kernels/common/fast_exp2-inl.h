@@ -57,6 +57,30 @@ HWY_INLINE float ExpMinusMaxInPlace(D d, float* HWY_RESTRICT s, size_t n, float 
   return hn::GetLane(hn::SumOfLanes(d, vsum));
 }
 
+// The largest of s[0, n) (n a multiple of the vector length), or NaN when one of them is NaN: a score row's
+// maximum. hn::Max passes over a NaN lane and the clamped exponent gives it a weight of 0, so a softmax would
+// drop that key without a trace where an exact one (and torch) gives NaN.
+template <class D>
+HWY_INLINE float MaxOrNaN(D d, const float* HWY_RESTRICT s, size_t n) {
+  auto vmax = hn::Set(d, -INFINITY);
+  auto nan = hn::IsNaN(hn::Zero(d));  // all false
+  for (size_t j = 0; j < n; j += hn::Lanes(d)) {
+    const auto x = hn::Load(d, s + j);
+    vmax = hn::Max(vmax, x);
+    nan = hn::Or(nan, hn::IsNaN(x));
+  }
+  return hn::AllFalse(d, nan) ? hn::GetLane(hn::MaxOfLanes(d, vmax)) : NAN;
+}
+
+// A row whose scores hold a NaN (a NaN or Inf in a cache, Inf * 0 in a product): its weights, its running sum and
+// the factor returned for its output accumulator all become NaN, so the row's output is NaN.
+template <class D>
+HWY_INLINE float PoisonRow(D d, float* HWY_RESTRICT s, size_t n, float* l) {
+  for (size_t j = 0; j < n; j += hn::Lanes(d)) hn::Store(hn::Set(d, NAN), d, s + j);
+  *l = NAN;
+  return NAN;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace attnzoo
 HWY_AFTER_NAMESPACE();

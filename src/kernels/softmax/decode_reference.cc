@@ -43,7 +43,7 @@ void attention_decode_reference(const DecodeProblem& p) {
         }
         const int64_t obase = b * p.o_batch + i * p.o_token + h * p.o_head;
         for (int64_t d = 0; d < p.Dv; ++d)
-          store_from_f32(p.o, p.o_dtype, obase + d, denom > 0 ? float(acc[size_t(d)] / denom) : 0.f);
+          store_from_f32(p.o, p.o_dtype, obase + d, denom != 0 ? float(acc[size_t(d)] / denom) : 0.f);
       }
     }
   }

@@ -420,10 +420,10 @@ HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t cols, const RowContext
   }
   for (size_t j = cols; j < ncols; ++j) s[j] = -INFINITY;
 
-  auto vmax = hn::Set(df, -INFINITY);
-  for (size_t j = 0; j < ncols; j += L) vmax = hn::Max(vmax, hn::Load(df, s + j));
+  const float row_max = MaxOrNaN(df, s, ncols);
+  if (std::isnan(row_max)) return PoisonRow(df, s, ncols, l);
   const float m_old = *m;
-  const float m_new = std::max(m_old, hn::GetLane(hn::MaxOfLanes(df, vmax)));
+  const float m_new = std::max(m_old, row_max);
   if (m_new == -INFINITY) {  // nothing visible to this row yet: the tile adds nothing
     for (size_t j = 0; j < ncols; j += L) hn::Store(hn::Zero(df), df, s + j);
     return 1.f;

@@ -56,7 +56,7 @@ void mla_run_reference(const MlaProblem& p) {
         }
         const int64_t obase = s.o_offset + i * p.o_token + h * p.o_head;
         for (int64_t c = 0; c < d.dv; ++c)
-          store_from_f32(p.o, p.o_dtype, obase + c, denom > 0 ? float(acc[size_t(c)] / denom) : 0.f);
+          store_from_f32(p.o, p.o_dtype, obase + c, denom != 0 ? float(acc[size_t(c)] / denom) : 0.f);
       }
     }
   }

@@ -78,12 +78,10 @@ HWY_INLINE float SoftmaxRow(float* HWY_RESTRICT s, size_t ncols, size_t valid_co
                             float* HWY_RESTRICT m, float* HWY_RESTRICT l) {
   const hn::ScalableTag<float> d;
   const size_t L = hn::Lanes(d);
-  const auto kNegInf = hn::Set(d, -INFINITY);
   PrepareScores(s, ncols, valid_cols, ctx, ctx.score_scale);
 
-  auto vmax = kNegInf;
-  for (size_t j = 0; j < ncols; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
-  const float tile_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  const float tile_max = MaxOrNaN(d, s, ncols);
+  if (std::isnan(tile_max)) return PoisonRow(d, s, ncols, l);
   const float m_old = *m;
   const float m_new = std::max(m_old, tile_max);
   if (m_new == -INFINITY) {  // nothing visible yet in this row: contribute zeros
@@ -113,9 +111,9 @@ HWY_INLINE float SoftmaxRowBf16(float* HWY_RESTRICT s, size_t ncols, size_t vali
   const float fold = prescale ? 1.f : ctx.score_scale;
   PrepareScores(s, ncols, valid_cols, ctx, prescale ? ctx.score_scale : 1.f);
 
-  auto vmax = hn::Set(d, -INFINITY);
-  for (size_t j = 0; j < ncols; j += L) vmax = hn::Max(vmax, hn::Load(d, s + j));
-  const float tile_max = hn::GetLane(hn::MaxOfLanes(d, vmax)) * fold;
+  const float raw_max = MaxOrNaN(d, s, ncols);
+  if (std::isnan(raw_max)) return PoisonRow(d, s, ncols, l);
+  const float tile_max = raw_max * fold;
   const float m_old = *m;
   float m_new = m_old, alpha = 1.f;
   if (tile_max > m_old + kLazyRescale || m_old == -INFINITY) {

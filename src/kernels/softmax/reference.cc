@@ -41,8 +41,9 @@ void attention_prefill_reference(const AttentionProblem& p) {
           for (int64_t d = 0; d < p.Dv; ++d) acc[size_t(d)] += wv * double(load_as_f32(p.v, p.kv_dtype, vbase + d));
         }
         const int64_t obase = s.o_offset + i * p.os.token + h * p.os.head;
+        // Nothing visible gives 0; a NaN score (which std::max passed over) makes denom NaN, and the row NaN.
         for (int64_t d = 0; d < p.Dv; ++d)
-          store_from_f32(p.o, p.o_dtype, obase + d, denom > 0 ? float(acc[size_t(d)] / denom) : 0.f);
+          store_from_f32(p.o, p.o_dtype, obase + d, denom != 0 ? float(acc[size_t(d)] / denom) : 0.f);
       }
     }
   }
