@@ -16,11 +16,7 @@ std::vector<Char> chars_of(const std::string& s) {
   std::vector<Char> out;
   for (size_t i = 0; i < s.size();) {
     uint32_t cp = 0;
-    size_t n = utf8::decode(s, i, &cp);
-    if (n == 0) {  // not reachable for validated text; step one byte rather than loop
-      cp = static_cast<unsigned char>(s[i]);
-      n = 1;
-    }
+    const size_t n = next_char(s, i, &cp);
     out.push_back({cp, i, i + n});
     i += n;
   }
@@ -33,6 +29,13 @@ char to_upper(char c) { return is_lower_ascii(c) ? char(c - 32) : c; }
 char to_lower(char c) { return is_upper_ascii(c) ? char(c + 32) : c; }
 
 }  // namespace
+
+size_t next_char(const std::string& s, size_t i, uint32_t* cp) {
+  const size_t n = utf8::decode(s, i, cp);
+  if (n > 0) return n;
+  *cp = static_cast<unsigned char>(s[i]);
+  return 1;
+}
 
 bool is_space(uint32_t cp) {
   return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 || cp == 0x1680 ||

@@ -10,6 +10,9 @@
 namespace attnzoo::chat::text {
 
 bool is_space(uint32_t cp);  // str.isspace's set
+// The code point at byte i of s into *cp; returns its byte length (at least 1: a byte that begins no character,
+// not reachable for validated text, is read as itself rather than looped on).
+size_t next_char(const std::string& s, size_t i, uint32_t* cp);
 // chars: nullopt strips whitespace; otherwise any code point in *chars.
 std::string strip(const std::string& s, const std::optional<std::string>& chars, bool left, bool right);
 // sep: nullopt splits on whitespace runs and drops empty pieces. maxsplit < 0: no limit.

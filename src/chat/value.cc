@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "chat/interpreter.h"
-#include "core/utf8.h"
+#include "chat/text.h"
 
 namespace attnzoo::chat {
 namespace {
@@ -254,11 +254,7 @@ std::string string_repr(const std::string& s) {
   std::string out(1, quote);
   for (size_t i = 0; i < s.size();) {
     uint32_t cp = 0;
-    size_t n = utf8::decode(s, i, &cp);
-    if (n == 0) {  // not reachable for validated text; show the byte rather than loop
-      cp = static_cast<unsigned char>(s[i]);
-      n = 1;
-    }
+    const size_t n = text::next_char(s, i, &cp);
     if (cp == '\\') out += "\\\\";
     else if (cp == '\n') out += "\\n";
     else if (cp == '\r') out += "\\r";
