@@ -1,5 +1,7 @@
 #include "answers/tool_format_pythonic.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -48,9 +50,11 @@ class PythonicReader {
   void space() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
   }
-  std::string_view identifier() {
+  // `known`: where word characters read before (from i_) end, so that a name growing token by token is read once.
+  std::string_view identifier(size_t known = 0) {
     const size_t b = i_;
     if (!word_start(peek())) return {};
+    i_ = std::max(i_, std::min(known, s_.size()));
     while (word_char(peek())) ++i_;
     return s_.substr(b, i_ - b);
   }
@@ -323,14 +327,15 @@ size_t PythonicCallStream::feed(std::string_view text) {
         r.space();
         pos_ = r.pos();
         if (!r.eat('[')) return first;
-        pos_ = r.pos();
+        pos_ = lex_ = r.pos();
         phase_ = Phase::name;
         break;
       case Phase::name: {  // read again until the '(' (the name may still grow; the space before it does not)
         r.seek(pos_);
         r.space();
         pos_ = r.pos();
-        const std::string_view name = r.identifier();
+        const std::string_view name = r.identifier(lex_);
+        lex_ = pos_ + name.size();
         r.space();
         if (name.empty() || !r.eat('(')) return first;
         calls_.push_back({std::string(name), "{"});
@@ -372,7 +377,7 @@ size_t PythonicCallStream::feed(std::string_view text) {
           return first;
         }
         ++settled_;
-        pos_ = r.pos();
+        pos_ = lex_ = r.pos();
         phase_ = Phase::name;
         break;
       case Phase::stopped:

@@ -43,7 +43,8 @@ class PythonicCallStream {
   size_t settled_ = 0;  // calls whole and followed by ','
   std::vector<Call> calls_;
   std::set<std::string> seen_;  // the open call's keywords
-  // The open keyword scanned from pos_ for a ',' or ')' outside strings and brackets (ended_: one found).
+  // The open keyword scanned from pos_ for a ',' or ')' outside strings and brackets (ended_: one found); while a
+  // call's name is read, where its word characters read so far end.
   size_t lex_ = 0;
   int depth_ = 0;
   char quote_ = 0;

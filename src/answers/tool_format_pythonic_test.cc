@@ -75,5 +75,19 @@ TEST(PythonicToolCalls, MatchesPythonsAst) {
   EXPECT_GT(calls, 300u);
 }
 
+// Streamed a byte at a time, a long name and its call come out as the whole text reads them; the name is read on
+// from where the last feed left it (re-reading it from its start made such a name quadratic: seconds for this one).
+TEST(PythonicToolCalls, StreamedNamesGrowByteByByte) {
+  const std::string name(200000, 'f');
+  const std::string text = "[ " + name + "_2 (city='Paris', n=3), g()]";
+  PythonicCallStream stream;
+  for (size_t n = 1; n <= text.size(); ++n) stream.feed(std::string_view(text).substr(0, n));
+  ASSERT_EQ(stream.calls().size(), 2u);
+  EXPECT_EQ(stream.calls()[0].name, name + "_2");
+  EXPECT_EQ(stream.calls()[0].arguments, R"({"city":"Paris","n":3})");
+  EXPECT_EQ(stream.calls()[1].name, "g");
+  EXPECT_EQ(stream.calls()[1].arguments, "{}");
+}
+
 }  // namespace
 }  // namespace attnzoo::answers
