@@ -86,6 +86,8 @@ void require_writable(const TensorView& v, const char* name) {
 // its rows written over each other, by several threads at once: refused, as torch refuses such an out=.
 void require_distinct_elements(const TensorView& v, const char* name) {
   for (int d = 0; d < v.ndim; ++d)
+    if (v.shape[size_t(d)] == 0) return;  // no elements (numpy gives such arrays stride 0 along their other dims)
+  for (int d = 0; d < v.ndim; ++d)
     require(v.strides[size_t(d)] != 0 || v.shape[size_t(d)] <= 1, name,
             "has elements that share memory (stride 0 along dimension " + std::to_string(d) +
                 ", an expanded view); pass an array with memory of its own, e.g. .contiguous()");
