@@ -154,8 +154,12 @@ class Parser {
   Value parse_value(int depth) {
     if (at_end()) fail("unexpected end of input, expected a value");
     // Every value costs sizeof(Value) however short its text ("0," is two bytes): the count bounds memory.
-    if (++values_ > options_.max_values)
-      fail("more than " + std::to_string(options_.max_values) + " values (the parser's limit for one document)");
+    if (++values_ > options_.max_values) {
+      ParseError e(pos_, "more than " + std::to_string(options_.max_values) +
+                             " values (the parser's limit for one document)");
+      e.value_limit = true;
+      throw e;
+    }
     switch (peek()) {
       case '{': return parse_object(depth + 1);
       case '[': return parse_array(depth + 1);

@@ -17,6 +17,7 @@ struct ParseError : LoadError {
   ParseError(size_t offset, const std::string& message);
   size_t offset;       // byte offset into the parsed text
   std::string detail;  // the message without the offset
+  bool value_limit = false;  // the document has more values than ParseOptions::max_values (not a flaw of the text)
 };
 
 class Value;

@@ -251,8 +251,8 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
     options.max_values = max_values;
     body = json::parse(text, options);
   } catch (const json::ParseError& e) {
-    // The value limit is this server's, not a flaw of the text: say so (the parser's words are "more than N values").
-    if (e.detail.starts_with("more than " + std::to_string(max_values) + " values"))
+    // The value limit is this server's, not a flaw of the text: say so.
+    if (e.value_limit)
       throw bad_request("the JSON body holds more than " + std::to_string(max_values) +
                         " values, more than any request to this model needs (max_model_len + " +
                         std::to_string(limits.max_body_values_beyond_context) + ")");

@@ -146,7 +146,7 @@ chat::Value tool_calls_value(const Value& calls, size_t m, bool arguments_as_tex
         options.max_values = max_values;
         parsed = json::parse(args->as_string(), options);
       } catch (const json::ParseError& e) {
-        if (e.detail.starts_with("more than " + std::to_string(max_values) + " values"))
+        if (e.value_limit)
           throw bad_request(here + ".function.arguments: more than " + std::to_string(max_values) +
                                 " JSON values, more than any request to this model needs",
                             "messages");
