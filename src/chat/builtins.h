@@ -26,6 +26,8 @@ Value global(const std::string& name);
 
 // Shared by the operators and the builtins.
 bool contains(Interpreter& in, const Value& container, const Value& item);
+// a op b for + - * / // % ** (Python's semantics; 64-bit integer overflow is an error).
+Value arithmetic(Interpreter& in, const std::string& op, const Value& a, const Value& b);
 std::string to_json(Interpreter& in, const Value& v, int indent, bool sort_keys, const std::string& item_sep,
                     const std::string& key_sep);
 

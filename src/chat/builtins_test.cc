@@ -59,6 +59,7 @@ TEST(Builtins, SumOverflowIsAnError) {
   EXPECT_NE(error_of("{{ [9223372036854775807, 1]|sum }}").detail.find("integer overflow"), std::string::npos);
   EXPECT_NE(error_of("{{ [-1, -9223372036854775807 - 1]|sum }}").detail.find("integer overflow"), std::string::npos);
   EXPECT_EQ(render("{{ [1, 2, 3]|sum }}|{{ [1, 2.5]|sum }}"), "6|3.5");
+  EXPECT_EQ(render("{{ [[1], [2]]|sum(start=[]) }}"), "[1, 2]");  // Python's + on whatever the items are
 }
 
 TEST(Builtins, WordcountCountsWordCharacterRuns) {

@@ -359,17 +359,8 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
   if (name == "sum") {
     const Value attr = a.take(0, "attribute");
     Value total = a.take(1, "start", Value::integer(0));
-    for (const Value& x : as_list(in, v)) {
-      const Value y = attr.is_string() ? attribute_of(in, x, attr.as_string()) : x;
-      if (!y.is_number() || !total.is_number()) in.fail(std::string("sum: cannot add ") + y.type_name());
-      if (total.is_float() || y.is_float()) {
-        total = Value::floating(total.as_double() + y.as_double());
-        continue;
-      }
-      int64_t r;
-      if (__builtin_add_overflow(total.as_int(), y.as_int(), &r)) in.fail("integer overflow (the result needs more than 64 bits)");
-      total = Value::integer(r);
-    }
+    for (const Value& x : as_list(in, v))
+      total = arithmetic(in, "+", total, attr.is_string() ? attribute_of(in, x, attr.as_string()) : x);
     return total;
   }
   if (name == "wordcount") return Value::integer(int64_t(text::word_count(to_str(v, in))));

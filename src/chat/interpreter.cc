@@ -77,13 +77,7 @@ uint64_t Interpreter::size_steps(const Value& v) {
   return 0;
 }
 
-void Interpreter::check_string(const std::string& s) {
-  charge(s.size() / 16);
-  if (s.size() > limits_.max_output_bytes) {
-    fail_limit("a string of " + std::to_string(s.size()) + " bytes exceeds the output limit of " +
-               std::to_string(limits_.max_output_bytes) + " bytes");
-  }
-}
+void Interpreter::check_string(const std::string& s) { reserve_bytes(s.size()); }
 
 void Interpreter::check_growth(const std::string& s, size_t* charged) {
   charge(s.size() / 16 - std::min(*charged, s.size()) / 16);

@@ -46,6 +46,8 @@ double py_fmod(double a, double b) {
   return r;
 }
 
+}  // namespace
+
 Value arithmetic(Interpreter& in, const std::string& op, const Value& a, const Value& b) {
   const bool ints = (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
   if (op == "+") {
@@ -128,8 +130,6 @@ Value arithmetic(Interpreter& in, const std::string& op, const Value& a, const V
   }
   in.fail("unknown operator " + op);
 }
-
-}  // namespace
 
 Value Interpreter::eval_binary(const Expr& e) {
   const std::string& op = e.name;
