@@ -57,9 +57,10 @@ HWY_INLINE float ExpMinusMaxInPlace(D d, float* HWY_RESTRICT s, size_t n, float 
   return hn::GetLane(hn::SumOfLanes(d, vsum));
 }
 
-// The largest of s[0, n) (n a multiple of the vector length), or NaN when one of them is NaN: a score row's
-// maximum. hn::Max passes over a NaN lane and the clamped exponent gives it a weight of 0, so a softmax would
-// drop that key without a trace where an exact one (and torch) gives NaN.
+// The largest of s[0, n) (n a multiple of the vector length), or NaN when one of them is NaN or +inf: a score
+// row's maximum. hn::Max passes over a NaN lane and the clamped exponent gives it a weight of 0, so a softmax would
+// drop that key without a trace where an exact one (and torch) gives NaN; a +inf maximum gives exp(inf - inf),
+// NaN in an exact softmax, where the clamped exponent would make the whole row 0.
 template <class D>
 HWY_INLINE float MaxOrNaN(D d, const float* HWY_RESTRICT s, size_t n) {
   auto vmax = hn::Set(d, -INFINITY);
@@ -69,10 +70,11 @@ HWY_INLINE float MaxOrNaN(D d, const float* HWY_RESTRICT s, size_t n) {
     vmax = hn::Max(vmax, x);
     nan = hn::Or(nan, hn::IsNaN(x));
   }
-  return hn::AllFalse(d, nan) ? hn::GetLane(hn::MaxOfLanes(d, vmax)) : NAN;
+  const float max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  return hn::AllFalse(d, nan) && max != INFINITY ? max : NAN;
 }
 
-// A row whose scores hold a NaN (a NaN or Inf in a cache, Inf * 0 in a product): its weights, its running sum and
+// A row whose scores hold a NaN or +inf (a NaN or Inf in a cache, Inf * 0 in a product): its weights, its running sum and
 // the factor returned for its output accumulator all become NaN, so the row's output is NaN.
 template <class D>
 HWY_INLINE float PoisonRow(D d, float* HWY_RESTRICT s, size_t n, float* l) {

@@ -34,7 +34,7 @@ void attention_decode_reference(const DecodeProblem& p) {
         double denom = p.opts.sinks ? std::exp(double(p.opts.sinks[h]) - m) : 0.0;
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < len; ++j) {
-          if (std::isinf(scores[size_t(j)])) continue;
+          if (scores[size_t(j)] == -INFINITY) continue;  // masked; a +inf score gives NaN, as in an exact softmax
           const double w = std::exp(scores[size_t(j)] - m);
           denom += w;
           const int64_t vbase = p.v_offset(b, j, hk);

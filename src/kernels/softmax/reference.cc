@@ -32,7 +32,7 @@ void attention_prefill_reference(const AttentionProblem& p) {
         double denom = p.opts.sinks ? std::exp(double(p.opts.sinks[h]) - m) : 0.0;
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < s.Tk; ++j) {
-          if (std::isinf(scores[size_t(j)])) continue;
+          if (scores[size_t(j)] == -INFINITY) continue;  // masked; a +inf score gives NaN, as in an exact softmax
           const double w = std::exp(scores[size_t(j)] - m);
           denom += w;
           const int64_t vbase = p.v_row(s, j) + hk * p.vs.head;
@@ -41,7 +41,8 @@ void attention_prefill_reference(const AttentionProblem& p) {
           for (int64_t d = 0; d < p.Dv; ++d) acc[size_t(d)] += wv * double(load_as_f32(p.v, p.kv_dtype, vbase + d));
         }
         const int64_t obase = s.o_offset + i * p.os.token + h * p.os.head;
-        // Nothing visible gives 0; a NaN score (which std::max passed over) makes denom NaN, and the row NaN.
+        // Nothing visible gives 0; a NaN score (which std::max passed over) or a +inf one makes denom NaN, and the
+        // row NaN.
         for (int64_t d = 0; d < p.Dv; ++d)
           store_from_f32(p.o, p.o_dtype, obase + d, denom != 0 ? float(acc[size_t(d)] / denom) : 0.f);
       }
