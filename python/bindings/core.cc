@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <optional>
 #include <utility>
@@ -62,8 +63,15 @@ bool can_write_byte(char* p) {
   };
   thread_local Pipe pipe_;
   if (pipe_.fds[0] < 0) return true;  // cannot tell: let the store decide
-  if (write(pipe_.fds[1], p, 1) != 1) return false;  // not even readable
-  return read(pipe_.fds[0], p, 1) == 1;
+  ssize_t n;
+  do n = write(pipe_.fds[1], p, 1); while (n < 0 && errno == EINTR);
+  if (n != 1) return false;  // not even readable
+  do n = read(pipe_.fds[0], p, 1); while (n < 0 && errno == EINTR);
+  if (n == 1) return true;
+  // The byte is still in the pipe: drained here, or the next probe would read it back over its own byte.
+  char drop;
+  do n = read(pipe_.fds[0], &drop, 1); while (n < 0 && errno == EINTR);
+  return false;
 }
 
 // Probes the first and last byte the view spans (a read-only mapping is read-only throughout): four system

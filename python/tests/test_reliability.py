@@ -108,6 +108,25 @@ def test_read_only_in_place_state_is_refused(tmp_path):
         mamba2_state_update(ro, **{k: torch.from_numpy(v) for k, v in args.items()})
 
 
+def test_a_refused_read_only_output_leaves_the_next_outputs_bytes_alone(tmp_path):
+    """The writability probe of a read-only output must not leave its byte behind for the next probe to store over
+    the first byte of the next (writable) in-place argument: here a paged cache whose untouched slots must keep
+    their values."""
+    q, k, v = _qkv()
+    ro = _read_only_tensor(tmp_path / "ro.bin", q.shape)  # zeros
+    with pytest.raises(ValueError, match="out: is read-only memory"):
+        attnzoo.attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), out=ro)
+    g = torch.Generator().manual_seed(0)
+    k_cache, v_cache = torch.randn(4, 8, 2, 16, generator=g), torch.randn(4, 8, 2, 16, generator=g)
+    k_before, v_before = k_cache.clone(), v_cache.clone()
+    new = torch.randn(3, 2, 16, generator=g)
+    slots = torch.tensor([9, 10, 11])  # block 1: the caches' first and last bytes are not written
+    attnzoo.write_kv_paged(new, new, slots, k_cache, v_cache)
+    k_before.view(32, 2, 16)[slots] = new
+    v_before.view(32, 2, 16)[slots] = new
+    assert torch.equal(k_cache, k_before) and torch.equal(v_cache, v_before)
+
+
 # --- integers that do not fit, arrays that are not there -----------------------------------------------------
 
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
@@ -255,16 +274,22 @@ def test_keyboard_interrupt_stops_a_long_kernel_promptly(sigint_raises):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_a_nan_in_a_cache_reaches_exactly_the_outputs_that_see_it(dtype):
-    """A NaN key is no key to skip: every query row that sees it gets NaN (an exact softmax's answer), the rows
-    that do not see it stay as they were. Prefill (causal: rows before the key do not see it) and decode, whose
-    caches are not scanned."""
+@pytest.mark.parametrize("poison", ["nan", "inf"])
+def test_a_nan_in_a_cache_reaches_exactly_the_outputs_that_see_it(dtype, poison):
+    """A NaN key, or one whose score is +inf, is no key to skip: every query row that sees it gets NaN (an exact
+    softmax's answer, torch's too: exp(inf - inf)), the rows that do not see it stay as they were. Prefill (causal:
+    rows before the key do not see it) and decode, whose caches are not scanned."""
     T, H, D, bad = 96, 2, 32, 70
     rng = np.random.default_rng(4)
     q, k, v = (torch.from_numpy(rng.standard_normal((1, T, H, D)).astype(np.float32)).to(dtype) for _ in range(3))
+    q[:, :, 1, 3] = q[:, :, 1, 3].abs() + 0.5  # every row's score against the +inf key is +inf, not -inf
     clean = attnzoo.attention(q, k, v, causal=True).float()
     k_bad = k.clone()
-    k_bad[0, bad, 1, 3] = float("nan")
+    k_bad[0, bad, 1, 3] = float(poison)
+    if poison == "inf":
+        torch_row = torch.nn.functional.scaled_dot_product_attention(
+            q[:, -1:].float().transpose(1, 2), k_bad.float().transpose(1, 2), v.float().transpose(1, 2))
+        assert torch.isnan(torch_row[:, 1]).all()  # the reference's answer this test holds us to
     got = attnzoo.attention(q, k_bad, v, causal=True, check_inputs=False).float()
     assert torch.equal(got[:, :bad], clean[:, :bad]) and torch.equal(got[:, bad:, 0], clean[:, bad:, 0])
     assert torch.isnan(got[:, bad:, 1]).all()
