@@ -239,3 +239,17 @@ def test_bad_values_are_refused_by_name():
         quant.quantize(x, T.IQ4_NL)
     with pytest.raises(ValueError, match=r"x: rows of 128 values are not a whole number of IQ4_XS blocks of 256"):
         quant._core.quantize(np.zeros((1, 128), np.float32), int(T.IQ4_XS), None, np.empty(0, np.uint8))
+
+
+@pytest.mark.parametrize("qtype", IQ4, ids=lambda t: t.name)
+@pytest.mark.parametrize("magnitude", [1e-39, 1e-42, 2.0 ** 100])
+def test_importance_of_any_magnitude_weighs_as_its_shape(qtype, magnitude):
+    """Only importance's shape across channels matters: a vector scaled into f32's subnormals (or near its top)
+    quantizes about as well as the same vector near 1, never to NaN scales or all-zero blocks."""
+    rng = np.random.default_rng(11)
+    x = _data("normal", rng, rows=8, cols=512)
+    shape = np.exp(rng.standard_normal(512)).astype(np.float32)
+    base = _rel(_decode(quant.quantize(x, qtype, importance=shape / shape.max()), qtype, x.shape), x)
+    got = _decode(quant.quantize(x, qtype, importance=(shape / shape.max() * magnitude).astype(np.float32)),
+                  qtype, x.shape)
+    assert np.isfinite(got).all() and _rel(got, x) < 1.1 * base

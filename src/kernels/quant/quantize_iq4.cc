@@ -111,10 +111,11 @@ float quantize_super_block(const float* x, const float* importance, int n, uint8
         wmax = std::max(wmax, wb[j]);
       }
       // Importance of any magnitude: sum(w q x)^2 overflows f32 from w ~ 1e15 and underflows below ~1e-20, which
-      // would stop the search at its first candidate. A power of two brings such weights near 1, exactly.
+      // would stop the search at its first candidate. A power of two brings such weights near 1, exactly; applied
+      // by ldexp, since the factor itself is past f32's range when wmax is subnormal.
       if (wmax > 0 && (wmax > 0x1p40f || wmax < 0x1p-40f)) {
-        const float scale = std::ldexp(1.0f, -std::ilogb(wmax));
-        for (int j = 0; j < kBlock; ++j) wb[j] *= scale;
+        const int shift = -std::ilogb(wmax);
+        for (int j = 0; j < kBlock; ++j) wb[j] = std::ldexp(wb[j], shift);
       }
     }
     // No importance, or none on any of this block's channels (0 / 0 would make the scale NaN): x^2.
