@@ -112,6 +112,11 @@ TensorView view_of(const Array& a, const char* name) {
     v.shape[size_t(d)] = int64_t(a.shape(size_t(d)));
     v.strides[size_t(d)] = int64_t(a.stride(size_t(d)));
   }
+  // torch gives a tensor with no elements a null data pointer, which a view reads as an absent optional argument:
+  // an empty cu_seqlens or initial_state would be ignored instead of checked. Such a view points at a byte no
+  // kernel reads (there are no elements to read).
+  alignas(64) static char no_elements;
+  if (v.data == nullptr && v.numel() == 0) v.data = &no_elements;
   if (a.device_type() == nb::device::cuda::value) {
     v.device = Device::cuda(a.device_id());
   } else {

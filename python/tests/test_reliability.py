@@ -301,3 +301,74 @@ def test_a_nan_in_a_cache_reaches_exactly_the_outputs_that_see_it(dtype, poison)
     assert torch.isnan(ref[:, :, 1]).all() and torch.isfinite(ref[:, :, 0]).all()
     before = attnzoo.attention_decode(q[:, bad - 1:bad], k_bad, v, torch.tensor([bad], dtype=torch.int32)).float()
     assert torch.isfinite(before).all()  # the NaN row lies past this sequence's length
+
+
+# --- arrays with no elements ----------------------------------------------------------------------------------
+
+def _zero_length_calls(cv, h0):
+    import attnzoo.linear as L
+    H, K, V, T = 2, 8, 6, 0
+    g = torch.Generator().manual_seed(3)
+    q, k = cv(torch.randn(1, T, H, K, generator=g)), cv(torch.randn(1, T, H, K, generator=g))
+    v = cv(torch.randn(1, T, H, V, generator=g))
+    gh, gk, beta = cv(-torch.rand(1, T, H, generator=g)), cv(-torch.rand(1, T, H, K, generator=g)), cv(torch.rand(1, T, H))
+    kw = dict(initial_state=cv(h0), output_final_state=True)
+    return {
+        "chunk_simple_gla": lambda: L.chunk_simple_gla(q, k, v, gh, **kw),
+        "chunk_gla": lambda: L.chunk_gla(q, k, v, gk, **kw),
+        "recurrent_gla": lambda: L.recurrent_gla(q, k, v, gk, **kw),
+        "chunk_gated_delta_rule": lambda: L.chunk_gated_delta_rule(q, k, v, gh, beta, **kw),
+        "recurrent_kda": lambda: L.recurrent_kda(q, k, v, gk, beta, **kw),
+        "chunk_rwkv7": lambda: L.chunk_rwkv7(q, gk, k, v, k, k, **kw),
+    }
+
+
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+def test_a_zero_length_sequence_returns_its_initial_state(framework):
+    """T = 0 is no token: an empty output and the initial state back as the final one, as the recurrences say.
+    (torch gives an empty tensor a null data pointer, which used to read as an absent argument: "q: is required";
+    numpy gives it stride 0, which used to read as "must be contiguous".)"""
+    cv = (lambda t: t) if framework == "torch" else (lambda t: t.numpy())
+    h0 = torch.randn(1, 2, 8, 6)
+    for name, call in _zero_length_calls(cv, h0).items():
+        o, ht = call()
+        assert tuple(o.shape) == (1, 0, 2, 6), name
+        np.testing.assert_array_equal(np.asarray(ht), h0.numpy(), err_msg=name)
+
+
+@pytest.mark.parametrize("empty", [torch.zeros(0, dtype=torch.int32), np.zeros(0, np.int32)], ids=["torch", "numpy"])
+def test_an_empty_cu_seqlens_is_refused_not_ignored(empty):
+    import attnzoo.linear as L
+    q = torch.randn(2, 20, 2, 8)
+    with pytest.raises(ValueError, match="^cu_seqlens: needs batch size 1"):
+        L.chunk_simple_gla(q, q, q, -torch.rand(2, 20, 2), cu_seqlens=empty, output_final_state=True)
+    with pytest.raises(ValueError, match="^cu_seqlens: needs at least 2 entries"):
+        L.chunk_simple_gla(q[:1], q[:1], q[:1], -torch.rand(1, 20, 2), cu_seqlens=empty, output_final_state=True)
+
+
+def test_a_short_conv_state_of_length_0_is_checked_against_the_width():
+    import attnzoo.linear as L
+    x, w = torch.randn(1, 5, 4), torch.randn(4, 3)
+    with pytest.raises(ValueError, match=r"^initial_state: expected \[1, 4, S\] with S >= 2, got \[1, 4, 0\]"):
+        L.causal_conv1d(x, w, initial_state=torch.zeros(1, 4, 0), output_final_state=True)
+    w1 = torch.randn(4, 1)  # width 1 keeps no history: a state of length 0 is the right one
+    y, ht = L.causal_conv1d(x, w1, initial_state=torch.zeros(1, 4, 0), output_final_state=True)
+    assert ht.shape == (1, 4, 0) and torch.allclose(y, x * w1[:, 0])
+
+
+def test_decode_steps_name_their_in_place_state():
+    import attnzoo.linear as L
+    with pytest.raises(ValueError, match="^conv_state: must be contiguous"):
+        L.causal_conv1d_update(torch.randn(2, 4), torch.randn(2, 2, 4).transpose(1, 2), torch.randn(4, 3))
+    with pytest.raises(ValueError, match=r"^conv_state: expected \[2, 4, S\] with S >= 2"):
+        L.causal_conv1d_update(torch.randn(2, 4), torch.randn(2, 4, 1), torch.randn(4, 3))
+    with pytest.raises(TypeError, match="^state: "):
+        L.mamba2_state_update(torch.randn(2, 2, 3, 4).bfloat16(), torch.randn(2, 2, 3), torch.randn(2, 2),
+                              -torch.rand(2), torch.randn(2, 1, 4), torch.randn(2, 1, 4))
+    with pytest.raises(ValueError, match="^state: must be contiguous"):
+        L.selective_state_update(torch.randn(2, 3, 5).transpose(1, 2), torch.randn(2, 5), torch.randn(2, 5),
+                                 -torch.rand(5, 3), torch.randn(2, 3), torch.randn(2, 3))
+    with pytest.raises(ValueError, match="^state: must be contiguous"):
+        L.s4d_step(torch.randn(2, 4, 3, 2).transpose(1, 2), torch.randn(2, 3), torch.rand(3) * 0.1,
+                   torch.complex(-torch.rand(3, 4), torch.randn(3, 4)), torch.randn(3, 4, dtype=torch.complex64),
+                   torch.randn(3, 4, dtype=torch.complex64))

@@ -26,7 +26,10 @@ struct TensorView {
     for (int i = 0; i < ndim; ++i) n *= shape[i];
     return n;
   }
+  // A view with no elements is contiguous whatever its strides (numpy gives such arrays stride 0), as numpy and
+  // torch say.
   bool is_contiguous() const {
+    if (numel() == 0) return true;
     int64_t expect = 1;
     for (int i = ndim - 1; i >= 0; --i) {
       if (shape[i] != 1 && strides[i] != expect) return false;

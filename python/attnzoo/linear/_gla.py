@@ -305,9 +305,6 @@ def causal_conv1d(x, weight, bias=None, initial_state=None, output_final_state=F
         S = shape_of(h0)[-1] if h0 is not None else max(shape_of(weight)[1] - 1, 0)
         ht = empty_f32(x, (N, shape_of(x)[2], S))
     y = empty_like_input(x, shape_of(x))
-    if ht is not None and ht.shape[-1] == 0:  # width 1 keeps no history
-        _core.causal_conv1d(x, weight, bias, y, None, None, activation, cu, stream=cuda_stream_of(x))
-        return y, ht
     _core.causal_conv1d(x, weight, bias, y, h0, ht, activation, cu, stream=cuda_stream_of(x))
     return y, ht
 

@@ -23,6 +23,9 @@ struct SelectiveScanArgs {
   int64_t cu_seqlens_len = 0;
   TensorView initial_state;  // optional [Nseq, D, N] f32
   TensorView final_state;    // optional [Nseq, D, N] f32, written
+  // What errors call the two states: a decode step's one in-place state goes through these checks as both.
+  const char* initial_state_name = "initial_state";
+  const char* final_state_name = "final_state";
   TensorView out;            // [Bt, D, L], written
   // States in a pool (as SelectiveStateUpdateArgs' state_batch_indices; int32 [Nseq] in device memory, GPU
   // tensors only): initial_state and final_state are one [slots, D, N] f32 tensor with any row stride, sequence n

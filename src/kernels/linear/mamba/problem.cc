@@ -9,8 +9,8 @@ namespace attnzoo {
 
 void require_selective_scan_host(const SelectiveScanArgs& a, const char* entry) {
   ssm::require_host_entry({{&a.u, "u"}, {&a.delta, "delta"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"}, {&a.D, "D"},
-                           {&a.z, "z"}, {&a.delta_bias, "delta_bias"}, {&a.initial_state, "initial_state"},
-                           {&a.final_state, "final_state"}, {&a.out, "out"}},
+                           {&a.z, "z"}, {&a.delta_bias, "delta_bias"}, {&a.initial_state, a.initial_state_name},
+                           {&a.final_state, a.final_state_name}, {&a.out, "out"}},
                           entry);
 }
 
@@ -24,8 +24,8 @@ SelectiveScanProblem make_selective_scan_problem(const SelectiveScanArgs& a) {
   SelectiveScanProblem p;
   require(!a.u.empty(), "u", "is required");
   ssm::require_same_device({{&a.u, "u"}, {&a.delta, "delta"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"}, {&a.D, "D"},
-                            {&a.z, "z"}, {&a.delta_bias, "delta_bias"}, {&a.initial_state, "initial_state"},
-                            {&a.final_state, "final_state"}, {&a.out, "out"}});
+                            {&a.z, "z"}, {&a.delta_bias, "delta_bias"}, {&a.initial_state, a.initial_state_name},
+                            {&a.final_state, a.final_state_name}, {&a.out, "out"}});
   p.device = a.u.device;
   const auto any = ssm::Where::any_device;
   ssm::require_float_rank(a.u, "u", 3, any);
@@ -64,11 +64,11 @@ SelectiveScanProblem make_selective_scan_problem(const SelectiveScanArgs& a) {
     p.state_stride = pool.row_stride;
   } else {
     if (!a.initial_state.empty()) {
-      ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.D, p.N}, any);
+      ssm::require_f32_tensor(a.initial_state, a.initial_state_name, {nseq, p.D, p.N}, any);
       p.h0 = a.initial_state.ptr<float>();
     }
     if (!a.final_state.empty()) {
-      ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.D, p.N}, any);
+      ssm::require_f32_tensor(a.final_state, a.final_state_name, {nseq, p.D, p.N}, any);
       p.ht = a.final_state.ptr<float>();
     }
   }
@@ -109,6 +109,7 @@ SelectiveScanProblem make_selective_step_problem(const SelectiveStateUpdateArgs&
   s.u = add_len(a.x), s.delta = add_len(a.dt), s.A = a.A, s.B = add_len(a.B), s.C = add_len(a.C);
   s.D = a.D, s.z = add_len(a.z), s.delta_bias = a.dt_bias, s.delta_softplus = a.dt_softplus;
   s.initial_state = a.state, s.final_state = a.state, s.out = add_len(a.y);
+  s.initial_state_name = s.final_state_name = "state";
   if (!a.state_batch_indices) return make_selective_scan_problem(s);
   // Pool rows: checked here, then a dense [Bn, D, N] view of the same address stands in for the scan's checks (a
   // device problem's states are never read on the host).

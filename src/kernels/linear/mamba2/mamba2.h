@@ -26,6 +26,9 @@ struct Mamba2Args {
   int64_t cu_seqlens_len = 0;
   TensorView initial_state;  // optional [Nseq, H, P, N] f32
   TensorView final_state;    // optional [Nseq, H, P, N] f32, written
+  // What errors call the two states: a decode step's one in-place state goes through these checks as both.
+  const char* initial_state_name = "initial_state";
+  const char* final_state_name = "final_state";
   TensorView y;              // [B, T, H, P], written
   int64_t chunk_size = 64;   // chunk form only: 16, 32, 64 or 128
   // States in a pool (as Mamba2StepArgs' state_batch_indices; int32 [Nseq] in device memory, GPU tensors only):

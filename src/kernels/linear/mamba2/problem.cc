@@ -9,8 +9,8 @@ namespace attnzoo {
 
 void require_mamba2_host(const Mamba2Args& a, const char* entry) {
   ssm::require_host_entry({{&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"}, {&a.D, "D"},
-                           {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.initial_state, "initial_state"},
-                           {&a.final_state, "final_state"}, {&a.y, "y"}},
+                           {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.initial_state, a.initial_state_name},
+                           {&a.final_state, a.final_state_name}, {&a.y, "y"}},
                           entry, "the chunked form, like the recurrent one,");
 }
 
@@ -24,8 +24,8 @@ Mamba2Problem make_mamba2_problem(const Mamba2Args& a) {
   Mamba2Problem p;
   require(!a.x.empty(), "x", "is required");
   ssm::require_same_device({{&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"}, {&a.D, "D"},
-                            {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.initial_state, "initial_state"},
-                            {&a.final_state, "final_state"}, {&a.y, "y"}});
+                            {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.initial_state, a.initial_state_name},
+                            {&a.final_state, a.final_state_name}, {&a.y, "y"}});
   p.device = a.x.device;
   const auto any = ssm::Where::any_device;
   ssm::require_float_rank(a.x, "x", 4, any);
@@ -61,11 +61,11 @@ Mamba2Problem make_mamba2_problem(const Mamba2Args& a) {
     p.state_stride = pool.row_stride;
   } else {
     if (!a.initial_state.empty()) {
-      ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, p.H, p.P, p.N}, any);
+      ssm::require_f32_tensor(a.initial_state, a.initial_state_name, {nseq, p.H, p.P, p.N}, any);
       p.h0 = a.initial_state.ptr<float>();
     }
     if (!a.final_state.empty()) {
-      ssm::require_f32_tensor(a.final_state, "final_state", {nseq, p.H, p.P, p.N}, any);
+      ssm::require_f32_tensor(a.final_state, a.final_state_name, {nseq, p.H, p.P, p.N}, any);
       p.ht = a.final_state.ptr<float>();
     }
   }
@@ -124,6 +124,7 @@ Mamba2Problem make_mamba2_step_problem(const Mamba2StepArgs& a) {
   s.dt_softplus = a.dt_softplus, s.dt_limit = a.dt_limit, s.dt_min = a.dt_min, s.dt_max = a.dt_max;
   s.initial_state = a.state;
   s.final_state = a.state;
+  s.initial_state_name = s.final_state_name = "state";
   if (!a.state_batch_indices) return make_mamba2_problem(s);
   // Pool rows: checked here, then a dense [Bn, H, P, N] view of the same address stands in for the sequence
   // checks (a device problem's states are never read on the host).

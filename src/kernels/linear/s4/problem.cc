@@ -101,11 +101,11 @@ S4Problem make_s4_problem(const S4Args& a) {
   p.seqs = make_sequence_spans(p.batch, p.T, a.cu_seqlens, a.cu_seqlens_len);
   const int64_t nseq = p.seqs.count();
   if (!a.initial_state.empty()) {
-    ssm::require_f32_tensor(a.initial_state, "initial_state", {nseq, H, N, 2});
+    ssm::require_f32_tensor(a.initial_state, a.initial_state_name, {nseq, H, N, 2});
     p.h0 = a.initial_state.ptr<float>();
   }
   if (!a.final_state.empty()) {
-    ssm::require_f32_tensor(a.final_state, "final_state", {nseq, H, N, 2});
+    ssm::require_f32_tensor(a.final_state, a.final_state_name, {nseq, H, N, 2});
     p.ht = a.final_state.ptr<float>();
   }
   p.u = a.u.data, p.u_dtype = a.u.dtype;
@@ -127,6 +127,7 @@ S4Problem make_s4_step_problem(const S4StepArgs& a) {
   s.params = a.params;
   s.u = add_time(a.u), s.out = add_time(a.y);
   s.initial_state = a.state, s.final_state = a.state;
+  s.initial_state_name = s.final_state_name = "state";
   return make_s4_problem(s);
 }
 

@@ -44,6 +44,9 @@ struct S4Args {
   int64_t cu_seqlens_len = 0;
   TensorView initial_state;  // optional [N_seq, H, N, 2] f32
   TensorView final_state;    // optional [N_seq, H, N, 2] f32, written
+  // What errors call the two states: a decode step's one in-place state goes through these checks as both.
+  const char* initial_state_name = "initial_state";
+  const char* final_state_name = "final_state";
   TensorView out;            // [B, T, H], written
 };
 

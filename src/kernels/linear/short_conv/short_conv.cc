@@ -27,7 +27,7 @@ void check_state(const TensorView& s, const char* name, int64_t N, int64_t D, in
 void require_conv_host(const TensorView& x, const TensorView& weight, const TensorView& y,
                        const CausalConv1dOptions& opts, const char* entry) {
   ssm::require_host_entry({{&x, "x"}, {&weight, "weight"}, {&opts.bias, "bias"}, {&y, "y"},
-                           {&opts.initial_state, "initial_state"}, {&opts.final_state, "final_state"}},
+                           {&opts.initial_state, opts.initial_state_name}, {&opts.final_state, opts.final_state_name}},
                           entry, "causal_conv1d, like causal_conv1d_update,");
 }
 
@@ -37,7 +37,8 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
                               const CausalConv1dOptions& opts) {
   require(!x.empty(), "x", "is required");
   ssm::require_same_device({{&x, "x"}, {&weight, "weight"}, {&opts.bias, "bias"}, {&y, "y"},
-                            {&opts.initial_state, "initial_state"}, {&opts.final_state, "final_state"}});
+                            {&opts.initial_state, opts.initial_state_name},
+                            {&opts.final_state, opts.final_state_name}});
   require(x.ndim == 3, "x", "expected [B, T, D], got " + x.shape_str());
   require(x.is_contiguous(), "x", "must be contiguous");
   require_float_dtype(x, "x");
@@ -70,13 +71,13 @@ ConvProblem make_conv_problem(const TensorView& x, const TensorView& weight, con
                                                           x.device, {{p.D, "D"}, {-1, "S"}});
     TensorView dense = TensorView::contiguous(pool.base, DType::f32, {N, p.D, opts.final_state.shape[2]});
     dense.device = x.device;
-    check_state(dense, "final_state", N, p.D, p.W, &p.S);
+    check_state(dense, opts.final_state_name, N, p.D, p.W, &p.S);
     p.initial_state = p.final_state = pool.base;
     p.state_indices = opts.conv_state_indices;
     p.state_stride = pool.row_stride;
   } else {
-    check_state(opts.initial_state, "initial_state", N, p.D, p.W, &p.S);
-    check_state(opts.final_state, "final_state", N, p.D, p.W, &p.S);
+    check_state(opts.initial_state, opts.initial_state_name, N, p.D, p.W, &p.S);
+    check_state(opts.final_state, opts.final_state_name, N, p.D, p.W, &p.S);
     p.state_stride = p.D * p.S;  // dense states; make_conv_update_problem's pool rows set their own
     p.initial_state = opts.initial_state.empty() ? nullptr : opts.initial_state.ptr<float>();
     p.final_state = opts.final_state.empty() ? nullptr : opts.final_state.ptr<float>();
@@ -148,6 +149,7 @@ ConvProblem make_conv_update_problem(const TensorView& x, const TensorView& conv
   opts.bias = bias;
   opts.initial_state = conv_state;
   opts.final_state = conv_state;
+  opts.initial_state_name = opts.final_state_name = "conv_state";
   opts.activation = activation;
   if (!conv_state_indices) return make_conv_problem(x, weight, y, opts);
   // Pool rows: checked here, then a dense [N, D, S] view of the same address stands in for make_conv_problem's

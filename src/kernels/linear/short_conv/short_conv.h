@@ -18,6 +18,9 @@ struct CausalConv1dOptions {
   TensorView bias;            // [D], may be empty
   TensorView initial_state;   // [N, D, S] f32, may be empty
   TensorView final_state;     // [N, D, S] f32, may be empty; may alias initial_state (updated in place)
+  // What errors call the two states: a decode step's one in-place state goes through these checks as both.
+  const char* initial_state_name = "initial_state";
+  const char* final_state_name = "final_state";
   ConvActivation activation = ConvActivation::none;
   const int32_t* cu_seqlens = nullptr;
   int64_t cu_seqlens_len = 0;
