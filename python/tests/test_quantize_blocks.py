@@ -37,6 +37,8 @@ def _data(kind, rng, rows=24, cols=256):
         x[9, ::2] = 7.0                                    # repeated extremes: the first one wins
         x[9, 1::2] = -7.0
         x[10] = 1.0                                        # constant blocks (zero range)
+        x[11] = -0.0                                       # blocks of -0.0: the first one's sign makes the scale's
+        x[12] = np.linspace(-1, 1, cols) * 1e-38           # 1/d overflows f32 (the scale is f16 zero either way)
         return x
     raise ValueError(kind)
 

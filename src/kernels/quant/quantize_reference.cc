@@ -18,17 +18,19 @@ namespace {
 constexpr int kBlock = 32;
 
 // trunc(v) clamped to [0, hi], as numpy's trunc(...).astype(uint8).clip(0, hi) for the values that occur
-// (v >= 0 up to rounding); a NaN (only from a subnormal scale overflowing 1/d) becomes 0.
+// (v >= 0 up to rounding); an inf or NaN (only where 1/d overflowed: d below 2^-128, stored as f16 zero) becomes 0,
+// as numpy's cast gives it on x86.
 uint8_t trunc_level(float v, int hi) {
-  if (!(v > 0)) return 0;
+  if (!(v > 0) || v == INFINITY) return 0;
   const float t = std::trunc(v);
   return t >= float(hi) ? uint8_t(hi) : uint8_t(t);
 }
 
-// The signed value of largest magnitude (the first one on ties), as numpy's argmax of abs.
+// The signed value of largest magnitude (the first one on ties), as numpy's argmax of abs: x[0] for a block of
+// zeros, so a -0.0 there gives the scale gguf-py gives (+0.0 after the division by -half).
 float signed_absmax(const float* x) {
-  float amax = 0, max = 0;
-  for (int j = 0; j < kBlock; ++j)
+  float amax = std::fabs(x[0]), max = x[0];
+  for (int j = 1; j < kBlock; ++j)
     if (amax < std::fabs(x[j])) amax = std::fabs(x[j]), max = x[j];
   return max;
 }
@@ -139,8 +141,9 @@ void quantize_q8_0(const float* x, uint8_t* y, int64_t n) {
     const float id = d != 0 ? 1.0f / d : 0.0f;
     store_half(y, d);
     for (int j = 0; j < kBlock; ++j) {
-      const float v = std::round(x[j] * id);  // half away from zero, as gguf-py's np_roundf
-      y[2 + j] = uint8_t(int8_t(std::isnan(v) ? 0.0f : std::clamp(v, -128.0f, 127.0f)));
+      // Half away from zero, as gguf-py's np_roundf; inf / NaN (1/d overflowed) cast to 0 as numpy does on x86.
+      const float v = std::round(x[j] * id);
+      y[2 + j] = uint8_t(int8_t(std::isfinite(v) ? std::clamp(v, -128.0f, 127.0f) : 0.0f));
     }
   }
 }
