@@ -42,10 +42,17 @@ DType dtype_of(nb::dlpack::dtype t, const char* name) {
   else if (t.code == uint8_t(code::Bfloat)) family = "bfloat";
   else if (t.code == uint8_t(code::Complex)) family = "complex";
   else if (t.code == uint8_t(code::Bool)) family = "bool";
-  std::string dtype = family == "bool" ? family : family + std::to_string(t.bits);
+  // DLPack's narrow float codes, named as torch names the dtypes (float8_e4m3fn is code 10, not "dtype code 10").
+  static constexpr const char* kNarrow[] = {"float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                                            "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                                            "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn"};
+  const bool narrow = t.code >= 7 && t.code <= 17;
+  std::string dtype = narrow ? kNarrow[t.code - 7]
+                             : family == "bool" ? family : family + std::to_string(t.bits);
   if (t.lanes != 1) dtype += "x" + std::to_string(t.lanes);
   throw DTypeError(std::string(name) + ": " + dtype +
-                   " is not supported; use float32, bfloat16 or float16 (int32 / int64 for ids and offsets)");
+                   " is not supported; use float32, bfloat16 or float16 (int32 / int64 for ids and offsets)" +
+                   (narrow ? "; an fp8 KV cache is passed as its uint8 bytes with kv_cache_dtype='fp8'" : ""));
 }
 
 // Whether the process may store to `p`, asked of the kernel instead of by storing: a pipe carries the byte that

@@ -48,7 +48,7 @@ Rows logits_rows(const AnyArray& logits) {
   if (v.dtype != DType::f32) throw DTypeError(std::string("logits: expected float32, got ") + dtype_name(v.dtype));
   require(v.ndim == 1 || v.ndim == 2, "logits", "must be [vocab] or [batch, vocab], got " + v.shape_str());
   require(v.size(-1) > 0, "logits", "has an empty vocabulary dimension");
-  require(v.stride(-1) == 1, "logits", "must be contiguous along the vocabulary");
+  require(v.stride(-1) == 1 || v.numel() == 0, "logits", "must be contiguous along the vocabulary");
   return {v.ptr<float>(), v.ndim == 2 ? v.shape[0] : 1, v.size(-1), v.ndim == 2 ? v.strides[0] : v.shape[0]};
 }
 

@@ -177,6 +177,7 @@ void bind_softmax(nb::module_& m) {
           const int64_t* slots = as_int64(slot_mapping, "slot_mapping", kn.shape[0]);
           require(v_new.has_value() == v_cache.has_value(), "v_cache", "v_new and v_cache come together");
           if (!v_new) {
+            require(!v_scale, "v_scale", "is only used with v_new and v_cache");
             KernelScope scope;
             write_paged_rows(kn, slots, kc, "k_new", "k_cache", ks, "k_scale");
             return;

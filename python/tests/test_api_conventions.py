@@ -23,6 +23,10 @@ def test_float64_and_lists_name_the_dtype():
         attnzoo.attention(q, k.tolist(), v)
     with pytest.raises(TypeError, match=r"^v: int16 is not supported"):
         attnzoo.attention(q, k, v.astype(np.int16))
+    with pytest.raises(TypeError, match=r"^v: float8_e4m3fn is not supported.*uint8 bytes with kv_cache_dtype='fp8'"):
+        attnzoo.attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v).to(torch.float8_e4m3fn))
+    with pytest.raises(TypeError, match=r"^v: float8_e5m2 is not supported"):
+        attnzoo.attention(torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v).to(torch.float8_e5m2))
     # int8 is a known dtype (quantized KV caches), refused where a float tensor is needed.
     with pytest.raises(TypeError, match=r"^v: expected float32, bfloat16 or float16, got int8"):
         attnzoo.attention(q, k, v.astype(np.int8))

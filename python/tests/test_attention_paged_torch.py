@@ -168,6 +168,15 @@ def test_write_then_attend_round_trip(torch_one_thread):
 def test_write_kv_paged_errors():
     k_new = torch.randn(4, 2, 8)
     cache = torch.zeros(2, 4, 2, 8, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="^v_cache: is k_cache"):  # the values would overwrite the keys
+        attnzoo.write_kv_paged(k_new, k_new + 1, torch.tensor([0, 1, 2, 3]), cache, cache)
+    assert not cache.any()
+    both = torch.zeros(2, 2, 4, 2, 8, dtype=torch.bfloat16)  # FlashInfer's [num_blocks, 2, ...]: interleaved, distinct
+    attnzoo.write_kv_paged(k_new, k_new + 1, torch.tensor([0, 1, 2, 3]), both[:, 0], both[:, 1])
+    assert torch.equal(both[0, 0], k_new.bfloat16()) and torch.equal(both[0, 1], (k_new + 1).bfloat16())
+    with pytest.raises(ValueError, match="^v_scale: is only used with v_new"):
+        attnzoo._core.write_kv_paged(k_new, None, torch.tensor([0, 1, 2, 3]), cache, None, None,
+                                     torch.zeros(2, 4, 2), "auto")
     with pytest.raises(ValueError, match="^slot_mapping: entry 2 = 8 is past"):
         attnzoo.write_kv_paged(k_new, k_new, torch.tensor([0, 1, 8, 2]), cache, cache.clone())
     assert not cache.any()

@@ -160,7 +160,7 @@ def test_none_for_a_required_array_names_it():
 def test_rwkv7_with_zero_head_dim_is_a_value_error():
     from attnzoo.linear import recurrent_rwkv7
     z = np.zeros((1, 4, 2, 0), np.float32)
-    with pytest.raises(ValueError, match="head dimensions"):
+    with pytest.raises(ValueError, match="^r: head dimension K must be >= 1"):
         recurrent_rwkv7(z, z, z, z, z, z)
 
 
@@ -372,3 +372,21 @@ def test_decode_steps_name_their_in_place_state():
         L.s4d_step(torch.randn(2, 4, 3, 2).transpose(1, 2), torch.randn(2, 3), torch.rand(3) * 0.1,
                    torch.complex(-torch.rand(3, 4), torch.randn(3, 4)), torch.randn(3, 4, dtype=torch.complex64),
                    torch.randn(3, 4, dtype=torch.complex64))
+
+
+def test_empty_arrays_with_numpys_strides_get_an_answer_or_the_real_reason():
+    """numpy gives an array with no elements stride 0 everywhere; checks of the last stride must not read that as
+    a layout problem, and an argument with no heads / channels is named as itself."""
+    import attnzoo.linear as L
+    e = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
+    assert attnzoo.attention_decode(e(0, 1, 2, 16), e(0, 8, 2, 16), e(0, 8, 2, 16), np.zeros(0, np.int32)).shape \
+        == (0, 1, 2, 16)
+    assert attnzoo.sample(e(0, 5), temperature=0.0).shape == (0,)
+    with pytest.raises(ValueError, match=r"^q: needs at least one head, got \[2, 3, 0, 8\]"):
+        attnzoo.attention(e(2, 3, 0, 8), e(2, 3, 2, 8), e(2, 3, 2, 8))
+    with pytest.raises(ValueError, match=r"^v: head dimension V must be >= 1"):
+        L.recurrent_rwkv7(*(torch.randn(1, 3, 2, 4) for _ in range(3)), torch.randn(1, 3, 2, 0),
+                          torch.randn(1, 3, 2, 4), torch.randn(1, 3, 2, 4))
+    with pytest.raises(ValueError, match=r"^x: needs at least one channel, got \[2, 0\]"):
+        L.selective_state_update(torch.zeros(2, 0, 4), torch.zeros(2, 0), torch.zeros(2, 0), -torch.rand(0, 4),
+                                 torch.randn(2, 4), torch.randn(2, 4))

@@ -280,7 +280,8 @@ def _rwkv7(form, r, w, k, v, a, b, scale, initial_state, output_final_state, cu_
         initial_state = held[0]
     Bsz, _, H, K = shape_of(r)
     if K == 0 or shape_of(v)[3] == 0:
-        raise ValueError(f"r: head dimensions K and V must be >= 1, got r {shape_of(r)} and v {shape_of(v)}")
+        name, arr = ("r", r) if K == 0 else ("v", v)
+        raise ValueError(f"{name}: head dimension {'K' if K == 0 else 'V'} must be >= 1, got {shape_of(arr)}")
     if scale is None:
         scale = K ** -0.5
     o = empty_like_input(r, shape_of(v))

@@ -17,7 +17,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 void check_layout(const TensorView& t, const char* name, const char* layout) {
   require(t.ndim == 4, name, [&] { return std::string("must be ") + layout + ", got " + t.shape_str(); });
-  require(t.stride(-1) == 1 || t.size(-1) == 1, name,
+  require(t.stride(-1) == 1 || t.size(-1) == 1 || t.numel() == 0, name,  // empty: strides are arbitrary
           [&] { return "last dimension (head_dim) must be contiguous (stride 1), got stride " + str(t.stride(-1)); });
   for (int d = 0; d < t.ndim; ++d) require(t.strides[d] >= 0, name, "negative strides are not supported");
 }

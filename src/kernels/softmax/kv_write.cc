@@ -176,6 +176,11 @@ void write_kv_paged(const TensorView& k_new, const TensorView& v_new, const int6
             return "must have k_cache's [num_blocks, block_size], got " + v_cache.shape_str() + " and " +
                    k_cache.shape_str();
           });
+  // One array passed as both would have the values written over the keys. (Only the same start is refused: k and v
+  // may be interleaved views of one [num_blocks, 2, ...] buffer, whose spans overlap while their elements do not.)
+  require(v_cache.data != k_cache.data, "v_cache", "is k_cache (the same memory); pass a cache for the values");
+  require(v_scale.empty() || v_scale.data != k_scale.data, "v_scale",
+          "is k_scale (the same memory); pass scales for the values");
   if (!k_new.device.is_cpu() || !k_cache.device.is_cpu()) {
     const PagedRowsCuda w[2] = {{k_new, k_cache, k_scale, "k_new", "k_cache", "k_scale"},
                                 {v_new, v_cache, v_scale, "v_new", "v_cache", "v_scale"}};

@@ -20,7 +20,9 @@ void check_layout(const TensorView& t, const char* name, Device on = Device::cpu
     check_float_operand(t, name);
     require(t.device == on, name, [&] { return "lives on " + t.device.str() + ", q on " + on.str(); });
   }
-  require(t.ndim >= 1 && t.stride(-1) == 1, name, "last dimension must be contiguous (stride 1)");
+  require(t.ndim >= 1, name, "must have at least one dimension");
+  // An empty array's strides are arbitrary (numpy gives it stride 0), and it is never read.
+  require(t.stride(-1) == 1 || t.numel() == 0, name, "last dimension must be contiguous (stride 1)");
   for (int d = 0; d < t.ndim; ++d) require(t.strides[d] >= 0, name, "negative strides are not supported");
 }
 
@@ -173,7 +175,8 @@ MlaProblem make_mla_cache_problem(const TensorView& q, const LatentCacheView& ca
       throw DTypeError(std::string("latent_cache: ") + dtype_name(c.dtype) +
                        " latent caches run on the CPU only for now; on CUDA use bfloat16, float16 or float32");
   }
-  require(c.ndim >= 1 && c.stride(-1) == 1, "latent_cache", "last dimension must be contiguous (stride 1)");
+  require(c.ndim >= 1 && (c.stride(-1) == 1 || c.numel() == 0), "latent_cache",
+          "last dimension must be contiguous (stride 1)");
   for (int d = 0; d < c.ndim; ++d) require(c.strides[d] >= 0, "latent_cache", "negative strides are not supported");
   const int64_t L = p.dims.latent_dim();
   const std::string shapes = "[batch, max_seqlen, " + str(L) + "] or [num_blocks, block_size, " + str(L) +

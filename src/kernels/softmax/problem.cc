@@ -74,7 +74,8 @@ AttentionProblem start_problem(const TensorView& q, const TensorView& k, const T
   p.Hkv = k.size(-2);
   p.D = q.size(-1);
   p.Dv = v.size(-1);
-  require(p.Hq >= 1 && p.Hkv >= 1, k_name, "head counts must be >= 1");
+  require(p.Hq >= 1, "q", "needs at least one head, got " + q.shape_str());
+  require(p.Hkv >= 1, k_name, "needs at least one head, got " + k.shape_str());
   require(v.size(-2) == p.Hkv, v_name, "has " + str(v.size(-2)) + " heads, " + k_name + " has " + str(p.Hkv));
   require(p.Hq % p.Hkv == 0, "q", "head count " + str(p.Hq) + " is not a multiple of " + k_name + "'s " +
                                       str(p.Hkv) + " (GQA needs Hq = group * Hkv)");

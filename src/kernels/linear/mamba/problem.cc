@@ -101,6 +101,7 @@ SelectiveScanProblem make_selective_step_problem(const SelectiveStateUpdateArgs&
   ssm::require_same_device({{&a.state, "state"}, {&a.x, "x"}, {&a.dt, "dt"}, {&a.A, "A"}, {&a.B, "B"}, {&a.C, "C"},
                             {&a.D, "D"}, {&a.z, "z"}, {&a.dt_bias, "dt_bias"}, {&a.y, "y"}});
   require(a.x.ndim == 2, "x", "expected [batch, channels], got " + a.x.shape_str());
+  require(a.x.shape[1] >= 1, "x", "needs at least one channel, got " + a.x.shape_str());
   require(a.dt.ndim == 2, "dt", "expected [batch, channels], got " + a.dt.shape_str());
   require(a.y.ndim == 2, "y", "expected [batch, channels], got " + a.y.shape_str());
   require(a.z.empty() || a.z.ndim == 2, "z", "expected [batch, channels], got " + a.z.shape_str());
