@@ -27,12 +27,16 @@ def cuda_stream_of(x):
     return torch.cuda.current_stream(x.device).cuda_stream
 
 
-def require_finite_on_device(pairs):
-    """check_inputs for CUDA tensors, done by torch on their device (the bindings' scan reads host memory)."""
+def scan_left_to_core(check_inputs, pairs):
+    """check_inputs for CUDA tensors, done here by torch on their device (the bindings' scan reads host memory):
+    returns whether the bindings must still scan (host arrays) or not (scanned here, or not asked for)."""
+    if not check_inputs or not on_cuda(pairs[0][0]):
+        return bool(check_inputs)
     import torch
     for x, name in pairs:
         if x is not None and x.is_floating_point() and not bool(torch.isfinite(x).all()):
             raise ValueError(f"{name}: contains NaN or Inf (pass check_inputs=False to skip this check)")
+    return False
 
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1

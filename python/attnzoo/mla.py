@@ -9,8 +9,8 @@ naive:    k_h = [W_UK_h c_kv ; k_pe], v_h = W_UV_h c_kv, o_h = softmax(scale * q
 absorbed: q_lat_h = W_UK_h^T q_nope_h, o_h = W_UV_h softmax(scale * (q_lat_h . c_kv + q_pe_h . k_pe)) c_kv
 """
 from . import _core
-from ._arrays import (as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, on_cuda, optional_input,
-                      require_finite_on_device, shape_of)
+from ._arrays import (as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, optional_input,
+                      scan_left_to_core, shape_of)
 
 
 def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
@@ -98,9 +98,7 @@ def mla_decode(q, latent_cache, cache_seqlens, w_kv_b, *, kv_lora_rank, qk_nope_
         raise ValueError("cache_seqlens: is required")
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (dv,))
-    if check_inputs and on_cuda(q):
-        require_finite_on_device([(q, "q")])
-        check_inputs = False
+    check_inputs = scan_left_to_core(check_inputs, [(q, "q")])
     _core.mla_decode(q, latent_cache, as_i32_vector(cache_seqlens, "cache_seqlens"), w_kv_b,
                      as_output(out, "out", cuda=True), r, dn, dr, dv, as_i32_vector(block_table, "block_table"), scale,
                      bool(causal), check_inputs=bool(check_inputs), k_scale=optional_input(k_scale, "k_scale", cuda=True),

@@ -4,7 +4,7 @@ import operator
 
 from . import _core
 from ._arrays import (as_f32_vector, as_i32_vector, as_input, as_int_array, as_output, cuda_stream_of,
-                      empty_like_input, on_cuda, optional_input, require_finite_on_device, shape_of)
+                      empty_like_input, optional_input, scan_left_to_core, shape_of)
 
 BlockMask = _core.BlockMask
 
@@ -87,9 +87,7 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     k, v = as_input(k, "k_cache" if cached else "k", cuda=True), as_input(v, "v_cache" if cached else "v", cuda=True)
     if out is None:
         out = empty_like_input(q, shape_of(q)[:-1] + (shape_of(v)[-1],))
-    if check_inputs and on_cuda(q):
-        require_finite_on_device([(q, "q")] + ([] if cached else [(k, "k"), (v, "v")]))
-        check_inputs = False
+    check_inputs = scan_left_to_core(check_inputs, [(q, "q")] + ([] if cached else [(k, "k"), (v, "v")]))
     _core.attention(q, k, v, as_output(out, "out", cuda=True), bool(causal), scale, window, softcap,
                     as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"),
                     as_i32_vector(cu_seqlens, "cu_seqlens"), as_i32_vector(cu_seqlens_k, "cu_seqlens_k"), block_mask,
