@@ -123,13 +123,14 @@ TEST(KvQuant, WriteQuantizesEachRowWithItsScale) {
 
 TEST(KvQuant, WriteChecksScales) {
   HostTensor rows(DType::f32, {2, 2, 8}, 1), cache(DType::i8, {4, 4, 2, 8}, 0, 0.f);
+  HostTensor v_cache(DType::i8, {4, 4, 2, 8}, 0, 0.f);
   HostTensor scale(DType::f32, {4, 4, 2}, 0, 0.f), bad_scale(DType::f32, {4, 4}, 0, 0.f);
   HostTensor f32_cache(DType::f32, {4, 4, 2, 8}, 0, 0.f);
   const std::vector<int64_t> slots = {0, 5};
   testing::expect_error<ArgumentError>(
-      [&] { write_kv_paged(rows.view, rows.view, slots.data(), cache.view, cache.view, {}, scale.view); }, "k_scale");
+      [&] { write_kv_paged(rows.view, rows.view, slots.data(), cache.view, v_cache.view, {}, scale.view); }, "k_scale");
   testing::expect_error<ArgumentError>(
-      [&] { write_kv_paged(rows.view, rows.view, slots.data(), cache.view, cache.view, scale.view, bad_scale.view); },
+      [&] { write_kv_paged(rows.view, rows.view, slots.data(), cache.view, v_cache.view, scale.view, bad_scale.view); },
       "v_scale");
   testing::expect_error<ArgumentError>(
       [&] { write_paged_rows(rows.view, slots.data(), f32_cache.view, "rows", "cache", scale.view); }, "scale");

@@ -69,7 +69,7 @@ TEST(ShortConvDevice, ShapesAreStillCheckedForDeviceTensors) {
         causal_conv1d_update(on_gpu(in.x.view), on_gpu(short_state.view), on_gpu(in.w.view), {}, on_gpu(in.y.view),
                              ConvActivation::none);
       },
-      "initial_state: expected [2, 8, S] with S >= 3");
+      "conv_state: expected [2, 8, S] with S >= 3");
 }
 
 TEST(ShortConvDevice, DecodeAndPrefillOnAbsentGpuAreDeviceErrors) {
