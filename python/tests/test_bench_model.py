@@ -320,6 +320,20 @@ def test_command_line_refuses_in_one_line_before_any_work(model_dir, tmp_path, c
     assert ("config.json" if case == "not a checkpoint" else "max_position_embeddings) of 128") in lines[0]
 
 
+
+@pytest.mark.parametrize("text", ["[1,2]", "[" * 100000 + "]" * 100000, "", '{"hidden_size": 64, "vocab'])
+def test_a_bad_config_json_is_one_line_naming_it(model_dir, tmp_path, text):
+    """Not an object, nested past the JSON depth limit, empty, truncated: one line naming the file, no traceback."""
+    import shutil
+    directory = tmp_path / "m"
+    shutil.copytree(model_dir, directory)
+    (directory / "config.json").write_text(text)
+    r = subprocess.run([sys.executable, "-m", "attnzoo.bench.model", "model", "-m", str(directory)],
+                       capture_output=True, text=True, env=dict(os.environ), timeout=60)
+    assert r.returncode == 1 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"attnzoo bench model: {directory / 'config.json'}: "), r.stderr
+
 # --- llama.cpp side by side (--llama-bench) ----------------------------------------------------------------
 
 # Prints what llama-bench -o json prints (the fields read, among others it has), from its own arguments, and

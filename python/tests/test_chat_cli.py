@@ -317,3 +317,22 @@ def test_ctrl_c_stops_the_answer_not_the_program(chat_model, tmp_path):
         t.wait_for(lambda s: t.dead())
     finally:
         t.close()
+
+
+@needs_cli
+def test_a_line_that_is_not_utf8_is_skipped_and_the_chat_goes_on(chat_model):
+    """One bad line (a stray Latin-1 paste) is reported and dropped from the history; the next line is answered as
+    if it had never been typed."""
+    _, path, _ = chat_model
+    flags = ["chat", "-m", path, "--temperature", "0", "-n", "16"]
+    r = subprocess.run([CLI, *flags], input=f"{QUESTION}\n".encode(), capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    want = r.stdout
+    r = subprocess.run([CLI, *flags], input=f"ab \xff\xfe cd\n{QUESTION}\n".encode("latin-1"), capture_output=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert b"[attnzoo] that line: not valid UTF-8 (byte 3): skipped" in r.stderr, r.stderr
+    assert r.stdout == b"> " + want, r.stdout
+    r = subprocess.run([CLI, "chat", "-m", path, "--system", "\udcff"], input="", capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode != 0 and "--system: not valid UTF-8 (byte 0)" in r.stderr, r.stderr

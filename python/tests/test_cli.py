@@ -259,3 +259,94 @@ def test_device_flag_on_every_model_command(model_dir, tmp_path):
         r = run(*command, "--gpu-memory-utilization", "1.5", stdin="")
         assert r.returncode != 0 and "--gpu-memory-utilization: must be a fraction in (0, 1], got 1.5" in r.stderr, \
             (command, r.stderr)
+
+
+def _one_error_line(r):
+    """The refusal of a bad input: non-zero exit and one `attnzoo: error:` line, no traceback."""
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("attnzoo: error: "), r.stderr
+    return lines[0]
+
+
+def _text_commands(model_dir, path):
+    return [(["generate", "-m", model_dir, "-f", path], "-f"), (["perplexity", "-m", model_dir, "-f", path], "-f"),
+            (["tokenize", "-m", model_dir, "--report", path], "--report")]
+
+
+def test_text_inputs_refuse_a_directory_by_name(model_dir, tmp_path):
+    for command, flag in _text_commands(model_dir, str(tmp_path)):
+        line = _one_error_line(run(*command))
+        assert f"{flag}: '{tmp_path}' is a directory" in line, (command, line)
+
+
+def test_text_inputs_are_read_up_to_a_limit(model_dir):
+    """/dev/zero never ends: the read stops at the 1 GiB limit with an error naming the file, in well under the
+    address space given here (the limit's string, not a doubling past it)."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    for command, flag in _text_commands(model_dir, "/dev/zero"):
+        r = subprocess.run([CLI, *command], capture_output=True, text=True, timeout=120, preexec_fn=cap)
+        line = _one_error_line(r)
+        assert f"{flag}: '/dev/zero': more than the 1024 MiB a text input may hold" in line, (command, line)
+
+
+def test_a_fifo_is_read_as_a_text_input(model_dir, tmp_path):
+    import threading
+    text = "the quick brown fox"
+    want = _generated(run("generate", "-m", model_dir, "-p", text, "-n", "4"))
+    fifo = str(tmp_path / "prompt.fifo")
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: open(fifo, "w").write(text))
+    writer.start()
+    got = _generated(run("generate", "-m", model_dir, "-f", fifo, "-n", "4"))
+    writer.join()
+    assert got == want
+
+
+def test_text_that_is_not_utf8_is_refused_naming_its_source(model_dir, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok \xff\xfe bad")
+    # Arguments in surrogateescape: subprocess passes the raw bytes 0xff 0xfe.
+    cases = [(["-p", "ok \udcff\udcfe bad"], "-p: not valid UTF-8 (byte 3)"),
+             (["-f", str(bad)], f"-f: '{bad}': not valid UTF-8 (byte 3)"),
+             (["-p", "hello", "--chat", "--system", "\udcff"], "--system: not valid UTF-8 (byte 0)")]
+    for args, message in cases:
+        line = _one_error_line(run("generate", "-m", model_dir, *args))
+        assert message in line, (args, line)
+    r = subprocess.run([CLI, "generate", "-m", model_dir, "-p", "-"], input=b"\xff", capture_output=True, timeout=120)
+    assert r.returncode != 0 and b"-p -: stdin: not valid UTF-8 (byte 0)" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--threads", "4abc"], "--threads: expected a number, got '4abc'"),
+    (["--threads", "2.9"], "--threads: expected a number, got '2.9'"),
+    (["--threads", "0x10"], "--threads: expected a number, got '0x10'"),
+    (["--threads", "0"], "--threads: must be in [1, 1024], got 0"),
+    (["-t", "99999999999"], "--threads: must be in [1, 1024], got 99999999999"),
+])
+def test_threads_takes_a_whole_integer_or_names_itself(flags, message):
+    r = run(*flags, "info")
+    assert r.returncode != 0 and r.stderr.strip().splitlines() == [f"attnzoo: error: {message}"], r.stderr
+
+
+@pytest.mark.parametrize("value, message", [("abc", "expected a number, got 'abc'"),
+                                            ("16abc", "expected a number, got '16abc'"),
+                                            ("1e30", "expected a number, got '1e30'"),
+                                            ("0", "must be positive, got 0")])
+def test_inspect_block_size_takes_a_whole_integer_or_names_itself(model_dir, value, message):
+    r = run("inspect", "-m", model_dir, "--block-size", value)
+    assert r.returncode != 0 and r.stderr.strip().splitlines() == [f"attnzoo: error: --block-size: {message}"], \
+        r.stderr
+    r = run("inspect", "-m", model_dir, "--block-size", "32")
+    assert r.returncode == 0 and "blocks of 32 tokens" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "-inf", "inf"])
+def test_a_temperature_that_is_none_is_refused_not_run_greedy(model_dir, value):
+    r = run("generate", "-m", model_dir, "-p", "hello", "-n", "2", "--temperature", value)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and r.stdout == "" and len(lines) == 1, r.stderr
+    assert lines[0].startswith("attnzoo: error: temperature: must be a finite number >= 0 (0 = greedy), got "), lines

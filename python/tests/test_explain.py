@@ -247,6 +247,21 @@ def test_command_line_writes_a_page(tmp_path, capsys):
         resolve_sections(["nope"])
 
 
+
+def test_command_line_refuses_a_directory_and_a_prompt_not_utf8_in_one_line(tmp_path, capsys):
+    """Both checked before any section runs; argparse's usage and one error naming the flag, no traceback."""
+    out = tmp_path / "page.html"
+    for args, message in [(["-o", str(tmp_path)], f"-o: {str(tmp_path)!r} is a directory"),
+                          (["--facts", str(tmp_path), "-o", str(out)], f"--facts: {str(tmp_path)!r} is a directory"),
+                          # argv as Python decodes the bytes ff fe (surrogateescape)
+                          (["--prompt", "\udcff\udcfe bad", "-o", str(out)], "--prompt: not valid UTF-8 (byte 0)")]:
+        with pytest.raises(SystemExit) as e:
+            explain_main(["--section", "visibility", *args])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert f"attnzoo explain: error: {message}" in err, err
+    assert not out.exists()
+
 def test_model_section_without_runtime_says_so(tmp_path):
     from attnzoo.explain import inside_model
     s = inside_model.build(Context(model_dir=str(tmp_path)))

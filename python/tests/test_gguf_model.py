@@ -280,6 +280,22 @@ def test_unsupported_architecture_is_named(tmp_path):
         Model.load(path)
 
 
+
+@pytest.mark.parametrize("key", ["llama.attention.layer_norm_rms_epsilon", "llama.rope.freq_base"])
+def test_a_float_the_model_reads_must_be_finite(tmp_path, key):
+    """A NaN epsilon or RoPE base is refused naming the key and the file, as a NaN in config.json is, instead of
+    becoming null in the synthesized config and so the default."""
+    model = checks.random_model("llama", _config("llama"), _randomize, attn_implementation="eager").eval()
+    if key.endswith("epsilon"):
+        model.config.rms_norm_eps = float("nan")
+    else:
+        model.config.rope_parameters["rope_theta"] = float("nan")
+    path = str(tmp_path / "nan.gguf")
+    write_gguf(model, "llama", path, "f32")
+    for load in (Model.load, _core.model_config_json):
+        with pytest.raises(ValueError, match=rf"nan\.gguf: key '{key}': must be a finite number, got nan"):
+            load(path)
+
 def test_two_ggufs_in_a_directory_are_refused(tmp_path):
     for name in ("a.gguf", "b.gguf"):
         (tmp_path / name).write_bytes(b"")

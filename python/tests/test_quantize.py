@@ -306,6 +306,30 @@ def test_bad_input_one_line_nonzero_exit(case, tmp_path):
     assert not os.path.exists(out) and not os.path.exists(out + ".partial")
 
 
+def test_output_never_overwrites_the_source_checkpoint(checkpoint, tmp_path):
+    """-o naming a file of the checkpoint being read (directly, through a symlink to it, or the blob a symlinked
+    checkpoint file points at, as in the Hugging Face cache) is refused by name, and nothing is written."""
+    import shutil
+    directory = str(tmp_path / "m")
+    shutil.copytree(checkpoint[1], directory)
+    blob = tmp_path / "blob"
+    os.rename(os.path.join(directory, "config.json"), blob)
+    os.symlink(blob, os.path.join(directory, "config.json"))
+    os.symlink(os.path.join(directory, "model.safetensors"), tmp_path / "link.gguf")
+    before = {n: open(os.path.join(directory, n), "rb").read() for n in os.listdir(directory)}
+    for out in [os.path.join(directory, "model.safetensors"), os.path.join(directory, "config.json"),
+                os.path.join(directory, ".", "tokenizer.json"), str(tmp_path / "link.gguf"), str(blob)]:
+        r = _cli("quantize", "-m", directory, "-o", out, "--type", "Q8_0")
+        assert r.returncode != 0, out
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("attnzoo: error: out (-o): "), r.stderr
+        assert "is a file of the source checkpoint" in lines[0], lines[0]
+    assert {n: open(os.path.join(directory, n), "rb").read() for n in os.listdir(directory)} == before
+    assert not [n for n in os.listdir(directory) if n.endswith(".partial")]
+    r = _cli("quantize", "-m", directory, "-o", os.path.join(directory, "new.gguf"), "--type", "Q8_0")
+    assert r.returncode == 0, r.stderr  # a new file beside the checkpoint's own is fine
+
+
 @pytest.mark.parametrize("qtype", ["Q4_K", "Q4_0", "IQ4_XS", "Q2_K", "Q3_K"])
 def test_calibration_lowers_the_error_on_its_activations(checkpoint, qtype, tmp_path_factory, tmp_path):
     """--calibration (llama.cpp's imatrix): the error that matters for a projection is ||X (W - W_q)^T||^2 over
@@ -350,8 +374,17 @@ def test_calibration_lowers_the_error_on_its_activations(checkpoint, qtype, tmp_
 
 def test_calibration_refusals(checkpoint, tmp_path):
     kind, directory = checkpoint[:2]
-    r = _cli("quantize", "-m", directory, "-o", str(tmp_path / "x.gguf"), "--calibration", str(tmp_path / "none.txt"))
-    assert r.returncode != 0 and "none.txt: cannot read the calibration text" in r.stderr
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok \xff\xfe bad")
+    # Each named by the flag and the file, in one line; /dev/zero stops at the 1 GiB limit on a text input.
+    for path, message in [(tmp_path / "none.txt", f"--calibration: cannot open '{tmp_path / 'none.txt'}'"),
+                          (tmp_path, f"--calibration: '{tmp_path}' is a directory, not a text file"),
+                          (bad, f"--calibration: '{bad}': not valid UTF-8 (byte 3)"),
+                          ("/dev/zero", "--calibration: '/dev/zero': more than the 1024 MiB a text input may hold")]:
+        r = _cli("quantize", "-m", directory, "-o", str(tmp_path / "x.gguf"), "--calibration", str(path))
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode != 0 and len(lines) == 1 and lines[0].startswith("attnzoo: error: "), r.stderr
+        assert message in lines[0], lines[0]
     r = _cli("quantize", "-m", directory, "-o", str(tmp_path / "x.gguf"), "--calibration-chunk", "-3")
     assert r.returncode != 0 and "--calibration-chunk: expected a non-negative integer, got '-3'" in r.stderr
 

@@ -199,6 +199,30 @@ def test_config_values_are_refused_at_load_naming_the_key(small, tmp_path, key, 
         Model.load(str(d))
 
 
+
+@pytest.mark.parametrize("edit, message", [
+    ({"head_dim": 17}, "head_dim: must be even for rotary position embeddings, got 17"),
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 0}}, "rope_theta: must be positive"),
+])
+def test_config_values_checked_by_the_layers_name_the_file(small, tmp_path, edit, message):
+    """Checks made where the layers are built (not by the config reader) still say which file and key."""
+    d = edits.copy_with(small, tmp_path / "bad", config_edit=lambda c: c.update(edit))
+    with pytest.raises(ValueError) as e:
+        Model.load(str(d))
+    assert str(e.value).startswith(f"{d / 'config.json'}: {message}"), str(e.value)
+
+
+def test_generation_config_values_name_the_file(small, tmp_path):
+    """A bad temperature in generation_config.json is the file's, not the --temperature flag's."""
+    import shutil
+    d = tmp_path / "m"
+    shutil.copytree(small, d)
+    (d / "generation_config.json").write_text(json.dumps({"do_sample": True, "temperature": -1}))
+    r = subprocess.run([_cli(), "generate", "-m", str(d), "-p", "the quick", "-n", "2"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode != 0, r.stderr
+    assert f"attnzoo: error: {d / 'generation_config.json'}: temperature: must be" in r.stderr, r.stderr
+
 def test_inspect_reports_sizes_that_do_not_fit(tmp_path):
     cfg = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "vocab_size": 1 << 24,
            "hidden_size": 1 << 20, "intermediate_size": 1 << 22, "moe_intermediate_size": 1 << 22,

@@ -28,6 +28,7 @@
 #include "engine/stop.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
+#include "loader/text_file.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -114,6 +115,7 @@ int run_chat(const std::vector<std::string>& args) {
     } else if (is_help(args[i])) throw HelpRequested(usage());
     else throw_unknown_option("chat", args[i], usage());
   }
+  require_utf8(system, "--system");
   use_default_model(flags, "chat");
   find_model_gguf(flags.model);  // the template is read before the model: a bad path gets Model::load's message
   const auto tokenizer = tok::Tokenizer::load(flags.model);
@@ -173,6 +175,12 @@ int run_chat(const std::vector<std::string>& args) {
     if (line == "/reset") {
       history = start;
       std::fputs("[history cleared]\n", stdout);
+      continue;
+    }
+    try {  // a stray byte (a Latin-1 paste) costs the line, not the conversation
+      require_utf8(line, "that line");
+    } catch (const ArgumentError& e) {
+      std::fprintf(stderr, "[attnzoo] %s: skipped\n", e.what());
       continue;
     }
     history.push_back(ChatFormat::message("user", line));

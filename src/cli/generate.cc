@@ -27,6 +27,7 @@
 #include "engine/stop.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
+#include "loader/text_file.h"
 #include "models/model.h"
 #include "answers/harmony.h"
 #include "answers/reasoning.h"
@@ -39,6 +40,7 @@ namespace {
 struct GenerateArgs {
   GenerationFlags flags;
   std::string prompt, system;
+  std::string prompt_source = "-p";  // what the prompt's errors name
   bool have_prompt = false;
   bool add_special = true;
   bool chat = false;
@@ -55,8 +57,6 @@ std::string usage() {
          kGenerationFlagsUsage + "\n         " + kSpeculativeFlagsUsage + "\n";
 }
 
-std::string read_stdin() { return read_all(stdin, "-p -: stdin"); }
-
 GenerateArgs parse_args(const std::vector<std::string>& args) {
   GenerateArgs a;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -70,18 +70,28 @@ GenerateArgs parse_args(const std::vector<std::string>& args) {
       a.speculative_flags = true;
       continue;
     }
-    if (s == "-p" || s == "--prompt") a.prompt = value() == "-" ? read_stdin() : args[i], a.have_prompt = true;
+    if (s == "-p" || s == "--prompt") {
+      a.prompt_source = value() == "-" ? "-p -: stdin" : "-p";
+      a.prompt = args[i] == "-" ? read_text_stream(stdin, a.prompt_source) : args[i];
+      a.have_prompt = true;
+    }
     else if (s == "--no-special") a.add_special = false;
     else if (s == "--chat") a.chat = true;
     else if (s == "--system") a.system = value();
     else if (s == "--reasoning-parser") a.reasoning = answers::parse_reasoning_parser(value());
     else if (s == "--hide-thinking") a.hide_thinking = true;
-    else if (s == "-f" || s == "--file") a.prompt = read_text_file("-f", value()), a.have_prompt = true;
+    else if (s == "-f" || s == "--file") {
+      a.prompt = read_text_file("-f", value());
+      a.prompt_source = "-f: '" + args[i] + "'";
+      a.have_prompt = true;
+    }
     else if (is_help(s)) throw HelpRequested(usage());
     else throw_unknown_option("generate", s, usage());
   }
   use_default_model(a.flags, "generate");
   if (!a.have_prompt) throw ArgumentError("generate: -p TEXT is required\n" + usage());
+  require_utf8(a.prompt, a.prompt_source);
+  require_utf8(a.system, "--system");
   if (!a.system.empty() && !a.chat) throw ArgumentError("generate: --system needs --chat");
   if (a.reasoning != answers::ReasoningParser::none && !a.chat)
     throw ArgumentError("generate: --reasoning-parser needs --chat");

@@ -78,30 +78,6 @@ void use_default_model(GenerationFlags& flags, const std::string& command) {
                         "directory, or a directory holding one .gguf)");
 }
 
-std::string read_all(std::FILE* f, const std::string& what) {
-  std::string out;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  if (std::ferror(f)) throw ArgumentError(what + ": read failed");
-  return out;
-}
-
-std::string read_text_file(const std::string& flag, const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw ArgumentError(flag + ": '" + path + "' is a directory, not a text file");
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw ArgumentError(flag + ": cannot open '" + path + "'");
-  std::string text;
-  try {
-    text = read_all(f, flag + ": " + path);
-  } catch (...) {
-    std::fclose(f);
-    throw;
-  }
-  std::fclose(f);
-  return text;
-}
-
 int64_t parse_byte_size(const std::string& flag, const std::string& text) {
   std::string digits = text;
   int shift = 0;

@@ -74,10 +74,6 @@ int64_t parse_byte_size(const std::string& flag, const std::string& text);
 // print is returned (empty when nothing changed).
 std::string fit_in_context(const GenerationFlags& flags, const std::string& command, int64_t model_positions,
                            int64_t prompt_tokens, int64_t& max_new_tokens);
-// Everything `f` holds, byte for byte; `what` names it when the read fails.
-std::string read_all(std::FILE* f, const std::string& what);
-// The whole of the file a flag names (generate -f, perplexity -f); ArgumentError naming the flag and the path.
-std::string read_text_file(const std::string& flag, const std::string& path);
 
 // The formats resolve_formats chooses for the flags (format_choice.h) and the memory pool they ask for.
 LoadOptions load_options(const GenerationFlags& flags);

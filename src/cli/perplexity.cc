@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/utf8.h"
 #include "engine/perplexity.h"
+#include "loader/text_file.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 

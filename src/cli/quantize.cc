@@ -127,7 +127,7 @@ int run_quantize(const std::vector<std::string>& args) {
   if (out.empty()) throw ArgumentError("quantize: -o OUT.gguf is required");
 
   if (!calibration.empty()) {
-    CalibrationStats c = collect_importance(model, calibration, chunk, max_tokens);
+    CalibrationStats c = collect_importance(model, calibration, chunk, max_tokens, "--calibration");
     std::printf("calibration: %lld tokens in %lld chunks, importance for %zu projections\n", (long long)c.tokens,
                 (long long)c.chunks, c.importance.size());
     o.importance = std::move(c.importance);

@@ -3,12 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <cstdio>
-#include <fstream>
 #include <vector>
 
 #include "core/error.h"
 #include "core/utf8.h"
+#include "loader/text_file.h"
 
 namespace attnzoo::cli {
 
@@ -29,12 +30,14 @@ double percentile(std::vector<size_t> v, double q) {
 }  // namespace
 
 int print_tokenizer_report(const tok::Tokenizer& t, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ArgumentError("--report: cannot open '" + path + "'");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
+  const std::string text = read_text_file("--report", path);
+  std::vector<std::string_view> lines;  // views into `text`: a large file is held once
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = std::min(text.find('\n', at), text.size());
+    std::string_view line(text.data() + at, nl - at);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    at = nl + 1;
   }
   // Piece lengths are per id; cache them so the report costs one decode per distinct token.
   std::vector<int32_t> piece_len;
@@ -52,7 +55,7 @@ int print_tokenizer_report(const tok::Tokenizer& t, const std::string& path) {
   std::vector<size_t> lengths, failures;
   double seconds = 0;
   for (size_t n = 0; n < lines.size(); ++n) {
-    const std::string& line = lines[n];
+    const std::string_view line = lines[n];
     if (!utf8::is_valid(line)) {
       ++invalid;
       continue;

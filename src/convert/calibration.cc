@@ -1,15 +1,13 @@
 #include "convert/calibration.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include "core/error.h"
 #include "layers/batch.h"
 #include "layers/linear_observer.h"
-#include "loader/load_error.h"
+#include "loader/text_file.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -52,16 +50,16 @@ class SquareSums : public LinearInputObserver {
 }  // namespace
 
 CalibrationStats collect_importance(const std::string& model_dir, const std::string& text_path, int64_t chunk,
-                                    int64_t max_tokens) {
+                                    int64_t max_tokens, const std::string& argument) {
   if (chunk <= 0) throw ArgumentError("calibration chunk: expected a positive token count, got " + std::to_string(chunk));
-  std::ifstream in(text_path, std::ios::binary);
-  if (!in) throw LoadError(text_path + ": cannot read the calibration text");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string what = argument + ": '" + text_path + "'";
+  std::string text = read_text_file(argument, text_path);
+  require_utf8(text, what);
   const auto tokenizer = tok::Tokenizer::load(model_dir);
-  std::vector<int32_t> ids = tokenizer->encode(text.str(), false);
+  std::vector<int32_t> ids = tokenizer->encode(text, false);
+  text = std::string();  // the tokens replace it: not held while the model runs
   if (max_tokens > 0 && int64_t(ids.size()) > max_tokens) ids.resize(size_t(max_tokens));
-  if (ids.empty()) throw LoadError(text_path + ": the calibration text tokenizes to no tokens");
+  if (ids.empty()) throw ArgumentError(what + ": tokenizes to no tokens");
 
   const auto model = Model::load(model_dir);
   SquareSums sums;

@@ -19,9 +19,10 @@ struct CalibrationStats {
 
 // Runs `model_dir` (any checkpoint attnzoo loads) on the text of `text_path`, tokenized by the checkpoint's
 // tokenizer, in independent chunks of `chunk` tokens (llama-imatrix's n_ctx; the last, shorter one included),
-// at most `max_tokens` tokens in all (0: the whole text). LoadError naming the file when it cannot be read or
+// at most `max_tokens` tokens in all (0: the whole text). ArgumentError naming `argument` (the flag or keyword that
+// gave the path) and the file when it cannot be read (text_file.h: no directory, at most 1 GiB), is not UTF-8 or
 // tokenizes to nothing.
 CalibrationStats collect_importance(const std::string& model_dir, const std::string& text_path, int64_t chunk = 512,
-                                    int64_t max_tokens = 0);
+                                    int64_t max_tokens = 0, const std::string& argument = "calibration");
 
 }  // namespace attnzoo

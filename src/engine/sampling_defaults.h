@@ -20,7 +20,8 @@ struct SamplingOverrides {
 
 // `model_path`: a checkpoint directory (its generation_config.json, when present, is read), a GGUF file or ""
 // (no file: transformers' own defaults). Penalties other than repetition and the seed are left at their
-// defaults for the caller to set. The result is validated (ArgumentError naming the field).
+// defaults for the caller to set. The result is validated (ArgumentError naming the field, after the path of
+// generation_config.json where the bad value came from it).
 SamplingParams resolve_sampling(const std::string& model_path, const SamplingOverrides& overrides);
 
 }  // namespace attnzoo

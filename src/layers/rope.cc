@@ -26,6 +26,10 @@ Rope::Rope(const RopeConfig& config) : config_(config) {
     return;
   }
   if (c.rotary_dim == 0) c.rotary_dim = c.head_dim;
+  // Rotating every channel: an odd count is head_dim's, the key a config names, not a derived rotary_dim.
+  if (c.rotary_dim == c.head_dim)
+    require(c.head_dim % 2 == 0, "head_dim",
+            "must be even for rotary position embeddings, got " + std::to_string(c.head_dim));
   require(c.rotary_dim > 0 && c.rotary_dim <= c.head_dim && c.rotary_dim % 2 == 0, "rotary_dim",
           "must be even and at most head_dim, got " + std::to_string(c.rotary_dim));
   require(c.theta > 0, "rope_theta", "must be positive");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -433,7 +434,13 @@ const std::string& GgufFile::get_string(std::string_view key) const {
 }
 const GgufValue& GgufFile::get_array(std::string_view key) const { return typed(key, GgufType::ARRAY); }
 int64_t GgufFile::get_int(std::string_view key) const { return get(key).as_int(path() + ": key " + quoted(key)); }
-double GgufFile::get_float(std::string_view key) const { return get(key).as_float(path() + ": key " + quoted(key)); }
+double GgufFile::get_float(std::string_view key) const {
+  const std::string what = path() + ": key " + quoted(key);
+  const double v = get(key).as_float(what);
+  // The model reads these (epsilons, RoPE bases, scales): a NaN would reach its config as null, so the default.
+  if (!std::isfinite(v)) throw LoadError(what + ": must be a finite number, got " + std::to_string(v));
+  return v;
+}
 
 const GgufTensor* GgufFile::find_tensor(std::string_view name) const {
   auto it = tensor_index_.find(name);

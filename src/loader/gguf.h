@@ -118,7 +118,8 @@ class GgufFile {
   bool get_bool(std::string_view key) const;
   const std::string& get_string(std::string_view key) const;
   const GgufValue& get_array(std::string_view key) const;
-  // Lenient forms for keys converters write with varying widths: any integer type / f32 or f64.
+  // Lenient forms for keys converters write with varying widths: any integer type / f32 or f64 (finite: a NaN or
+  // an infinity is refused naming the key).
   int64_t get_int(std::string_view key) const;
   double get_float(std::string_view key) const;
 

@@ -104,7 +104,10 @@ std::optional<std::string> find_model_gguf(const std::string& path) {
 
 std::string ModelFiles::read_config_json(const std::string& path) {
   if (auto g = find_model_gguf(path)) return gguf_hf_config_json(*GgufFile::open_shared(*g));
-  return read_text((fs::path(path) / "config.json").string());
+  const std::string file = (fs::path(path) / "config.json").string();
+  std::string text = read_text(file);
+  Config::parse(text, file);  // the text goes to Python's json, which neither names the file nor bounds the depth
+  return text;
 }
 
 Config ModelFiles::read_config(const std::string& path) {

@@ -53,7 +53,8 @@ class ModelFiles {
   // (as in transformers).
   static ModelFiles open(const std::string& path);
 
-  // The config alone (config.json, or a GGUF's synthesized one) without mapping the weights; and as text.
+  // The config alone (config.json, or a GGUF's synthesized one) without mapping the weights; and as text, checked
+  // as read_config checks it (LoadError naming the file: not JSON, too deep, not an object).
   static Config read_config(const std::string& path);
   static std::string read_config_json(const std::string& path);
 

@@ -53,7 +53,17 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     for (const auto& a : supported_architectures()) known += (known.empty() ? "" : ", ") + a;
     throw LoadError(config.source() + ": unsupported architecture '" + archs[0] + "' (supported: " + known + ")");
   }
-  std::unique_ptr<Model> model = builder(std::move(files), options);
+  const std::string source = config.source();  // `files` moves into the builder
+  std::unique_ptr<Model> model;
+  try {
+    model = builder(std::move(files), options);
+  } catch (const LoadError&) {
+    throw;
+  } catch (const ArgumentError& e) {
+    // The layers check the values they are built with under the config's key names (head_dim, rope_theta),
+    // not knowing which file those came from.
+    throw LoadError(source + ": " + e.what());
+  }
   PoolOptions pool = options.pool;
   std::string kv_reason;
   if (pool.device.is_cuda()) {

@@ -28,14 +28,26 @@ def main(argv=None):
         parent = os.path.dirname(os.path.abspath(path)) if path else None
         if parent and not os.path.isdir(parent):
             parser.error(f"{flag}: directory {parent!r} does not exist")
+        if path and os.path.isdir(path):
+            parser.error(f"{flag}: {path!r} is a directory")
+    if args.prompt is not None:
+        # argv bytes that are not UTF-8 arrive as lone surrogates, which no page can be written with.
+        try:
+            args.prompt.encode("utf-8")
+        except UnicodeEncodeError as e:
+            parser.error(f"--prompt: not valid UTF-8 (byte {len(args.prompt[:e.start].encode('utf-8'))})")
     progress = lambda s: print(f"  {s} ...", file=sys.stderr, flush=True)
     ctx = Context(prompt=args.prompt, full=args.full, model_dir=args.model, progress=progress)
     page, sections = build_page(args.section, ctx)
-    with open(args.output, "w", encoding="utf-8") as f:
-        f.write(page)
-    if args.facts:
-        with open(args.facts, "w", encoding="utf-8") as f:
-            json.dump({s.id: s.facts for s in sections}, f, indent=1, default=str)
+    for flag, path, text in (("-o", args.output, page), ("--facts", args.facts, None)):
+        if not path:
+            continue
+        try:  # checked above, but the file can still be unwritable (permissions, a full disk)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text if text is not None else json.dumps({s.id: s.facts for s in sections}, indent=1,
+                                                                 default=str))
+        except OSError as e:
+            parser.exit(1, f"{parser.prog}: error: {flag}: cannot write {path!r}: {e.strerror}\n")
     print(f"wrote {args.output} ({len(page.encode()) / 1024:.0f} KiB, {len(sections)} sections)")
     return 0
 
