@@ -29,6 +29,8 @@ def dequantize(data, qtype, n=None, reference=False):
     if info is None:
         raise ValueError(f"qtype: unknown GGUF type id {int(qtype)}")
     if n is None:
+        if 0 < data.size < info[2]:  # else n = 0, refused as a count instead of as too few bytes
+            raise ValueError(f"data: {data.size} bytes are less than one {info[0]} block ({info[2]} bytes)")
         n = data.size // info[2] * info[1]
     out = np.empty(int(n), dtype=np.float32)
     _core.dequantize(data, int(qtype), out, reference)
@@ -90,6 +92,8 @@ def matmul(x, w, qtype, n, k, path="auto"):
     activations for T <= 8 and, on AVX-512-BF16, bf16 panels beyond), 'int8' (8-bit activations, integer dots, for
     every T), 'f32' or 'reference' (double accumulation). Each call prepares w again ('auto', 'int8': the regrouped
     copy): for many products over the same weights, prepare() them once."""
+    if path not in ("auto", "int8", "f32", "reference"):
+        raise ValueError(f"path: expected 'auto', 'int8', 'f32' or 'reference', got {path!r}")
     if path in ("auto", "int8"):
         return prepare(w, qtype, n, k, path).matmul(x)
     x = np.ascontiguousarray(x, dtype=np.float32)
@@ -111,8 +115,8 @@ def quantize(x, qtype, importance=None):
     info = type_info(qtype)
     if info is None:
         raise ValueError(f"qtype: unknown GGUF type id {int(qtype)}")
-    if x.ndim != 2 or x.shape[1] % info[1]:
-        raise ValueError(f"x: expected [rows, cols] with cols a multiple of {info[1]}, got {x.shape}")
+    if x.ndim != 2 or x.shape[1] % info[1] or x.shape[1] == 0:
+        raise ValueError(f"x: expected [rows, cols] with cols a positive multiple of {info[1]}, got {x.shape}")
     out = np.empty((x.shape[0], x.shape[1] // info[1] * info[2]), dtype=np.uint8)
     imp = None if importance is None else np.ascontiguousarray(importance, dtype=np.float32)
     _core.quantize(x, int(qtype), imp, out)

@@ -7,6 +7,7 @@
 #include <nanobind/stl/tuple.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -252,6 +253,12 @@ void bind_quant(nb::module_& m) {
           const QuantType type = quant_type_arg(qtype);
           const TensorView o = as_view(out, "out");
           require(o.dtype == DType::f32 && o.is_contiguous(), "out", "expected a contiguous float32 array");
+          if (o.numel() == 0) {  // no values: no blocks (a QuantMatrix has at least one)
+            const int64_t bytes = as_view(data, "data").numel();
+            require(bytes == 0, "data", std::to_string(bytes) + " bytes given, but 0 " + quant_type_name(type) +
+                                            " values take exactly 0 (trailing bytes)");
+            return;
+          }
           const QuantMatrix w = bytes_arg(data, "data", type, 1, o.numel());
           KernelScope scope;
           if (reference)
@@ -267,12 +274,18 @@ void bind_quant(nb::module_& m) {
           const TensorView xv = as_view(x, "x");
           require(xv.ndim == 2 && xv.dtype == DType::f32 && xv.is_contiguous(), "x",
                   "expected a contiguous [rows, cols] float32 array");
+          require(xv.shape[1] > 0, "x", std::string("rows of 0 values hold no ") + quant_type_name(type) + " block");
           const float* imp = nullptr;
           if (importance) {
             const TensorView iv = as_view(*importance, "importance");
             require(iv.ndim == 1 && iv.shape[0] == xv.shape[1] && iv.dtype == DType::f32 && iv.is_contiguous(),
                     "importance", "expected a contiguous float32 array of " + std::to_string(xv.shape[1]) + " values");
             imp = iv.ptr<float>();
+            // quantize_matrix checks these too, but names its matrix (x) where a checkpoint's tensor is meant.
+            for (int64_t c = 0; c < iv.shape[0]; ++c)
+              require(imp[c] >= 0 && std::isfinite(imp[c]), "importance",
+                      "input channel " + std::to_string(c) + " is " + std::to_string(imp[c]) +
+                          " (expected finite and >= 0)");
           }
           const TensorView o = as_view(out, "out");
           std::vector<uint8_t> bytes;

@@ -153,6 +153,27 @@ def test_errors_name_the_argument():
         quant.dequantize(raw, Q.Q4_0, n=32)
     with pytest.raises(ValueError, match=r"^w: 54 bytes given"):
         quant.matmul(np.zeros((1, 32), np.float32), np.zeros(54, dtype=np.uint8), Q.Q4_0, 2, 32)
+    # Less than one block, or no values, is said as such (not as a bad `out` the caller never passed).
+    for size in (1, 33):
+        with pytest.raises(ValueError, match=rf"^data: {size} bytes are less than one Q8_0 block \(34 bytes\)"):
+            quant.dequantize(np.zeros(size, dtype=np.uint8), Q.Q8_0)
+    with pytest.raises(ValueError, match=r"^data: 34 bytes given, but 0 Q8_0 values take exactly 0 \(trailing bytes\)"):
+        quant.dequantize(np.zeros(34, dtype=np.uint8), Q.Q8_0, n=0)
+    empty = quant.dequantize(np.zeros(0, dtype=np.uint8), Q.Q8_0)  # as gguf.quants for zero blocks
+    assert empty.shape == (0,) and empty.dtype == np.float32
+    with pytest.raises(ValueError, match=r"^path: expected 'auto', 'int8', 'f32' or 'reference', got 'bogus'"):
+        quant.matmul(np.zeros((1, 32), np.float32), raw[:18], Q.Q4_0, 1, 32, path="bogus")
+
+
+def test_quantize_takes_zero_rows_as_gguf_does_and_names_empty_rows():
+    got = quant.quantize(np.zeros((0, 64), np.float32), Q.Q8_0)
+    want = quants.quantize(np.zeros((0, 64), np.float32), Q.Q8_0)
+    assert got.shape == want.shape == (0, 68) and got.dtype == np.uint8
+    with pytest.raises(ValueError, match=r"^x: expected \[rows, cols\] with cols a positive multiple of 32, got "
+                                         r"\(2, 0\)"):
+        quant.quantize(np.zeros((2, 0), np.float32), Q.Q8_0)
+    with pytest.raises(ValueError, match=r"^x: rows of 0 values hold no Q8_0 block"):
+        quant._core.quantize(np.zeros((2, 0), np.float32), int(Q.Q8_0), None, np.empty(0, np.uint8))
 
 
 def _llama_cpp_q8(x):

@@ -142,5 +142,5 @@ def test_bad_values_are_refused_by_name():
         quant._core.quantize(np.zeros((1, 64), np.float32), int(T.Q4_K), None, np.empty(0, np.uint8))
     imp = np.ones(64, np.float32)
     imp[5] = -1
-    with pytest.raises(ValueError, match=r"importance of input channel 5 is -1"):
+    with pytest.raises(ValueError, match=r"^importance: input channel 5 is -1"):
         quant.quantize(np.zeros((1, 64), np.float32), T.Q4_0, importance=imp)

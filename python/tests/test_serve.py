@@ -389,6 +389,35 @@ def test_queue_depth_limit_answers_429_and_the_request_limits_are_flags(checkpoi
         assert s.stop() == 0
 
 
+@pytest.mark.parametrize("flag, value, message", [
+    ("--port", "4294967297", "must be in [0, 65535], got 4294967297"),  # was port 1: int() before the check
+    ("--port", "-1", "must be in [0, 65535], got -1"),
+    ("--max-body-bytes", "-1", "must be at least 1024, got -1"),  # was size_t(-1): no limit
+    ("--max-body-bytes", "1023", "must be at least 1024, got 1023"),
+    ("--max-connections", "-5", "must be at least 1, got -5"),
+    ("--port", "80x", "expected a number, got '80x'"),
+])
+def test_numeric_flags_are_range_checked_before_narrowing(flag, value, message):
+    r = subprocess.run([CLI, "serve", "-m", "never_loaded", flag, value], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and r.stderr.strip().splitlines() == [f"attnzoo: error: {flag}: {message}"], r.stderr
+
+
+def test_max_model_len_past_the_models_context_is_refused(checkpoint):
+    """As vLLM: a --max-model-len above max_position_embeddings would serve positions the model never saw."""
+    r = subprocess.run([CLI, "serve", "-m", checkpoint, "--port", "0", "--max-model-len", "99999999999"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and r.stderr.strip().splitlines()[-1] == \
+        f"attnzoo: error: --max-model-len: 99999999999 is more than the model's context (max_position_embeddings) " \
+        f"of {MAX_LEN}", r.stderr
+    s = ServerProcess(checkpoint, "--max-model-len", "64")
+    try:
+        body = {"model": "tiny", "prompt": list(range(5, 65)), "max_tokens": 8}
+        status, text = s.raw("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+        assert status == 400 and "max_model_len 64" in text, text
+    finally:
+        assert s.stop() == 0
+
+
 def test_small_pool_preempts_and_every_request_completes(checkpoint, reference):
     # 2 layers x (K + V) x 2 heads x 16 dims x 4 bytes = 512 bytes per token: 24 blocks of 16 tokens hold 384
     # tokens. Each request grows to 12-15 blocks (fits alone); any two running together outgrow the pool.

@@ -8,6 +8,7 @@
 
 #include "bench/blas_class.h"
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "cli/usage.h"
 #include "core/amx.h"
 #include "core/avx_vnni.h"
@@ -28,13 +29,10 @@ void apply_global_options(std::vector<std::string>& args) {
     if ((args[i] == "--threads" || args[i] == "--target") && i + 1 >= args.size())
       throw ArgumentError(args[i] + ": needs a value");
     if (args[i] == "--threads") {
-      int n = 0;
-      try {
-        n = std::stoi(args[i + 1]);
-      } catch (...) {
-        throw ArgumentError("--threads: expected an integer, got '" + args[i + 1] + "'");
-      }
-      ThreadPool::set_global_threads(n);
+      const int64_t n = parse_number<int64_t>("--threads", args[i + 1]);
+      // ATTNZOO_THREADS's range (core/threads.cc), checked here so that the message names the flag.
+      if (n < 1 || n > 1024) throw ArgumentError("--threads: must be in [1, 1024], got " + args[i + 1]);
+      ThreadPool::set_global_threads(int(n));
       args.erase(args.begin() + long(i), args.begin() + long(i) + 2);
     } else if (args[i] == "--target") {
       set_target(args[i + 1]);

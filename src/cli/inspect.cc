@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "cli/usage.h"
 #include "core/checked.h"
 #include "core/dispatch.h"
@@ -346,7 +347,7 @@ int run_inspect(const std::vector<std::string>& args) {
       if (args[i] == "--kv-cache-dtype") request.kv_cache_dtype = value;
       else if (args[i] == "--dtype") request.dtype = value;
       else if (args[i] == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value));
-      else block_tokens = std::stoll(value);
+      else block_tokens = parse_number<int64_t>(args[i], value);
       ++i;
     } else if (!args[i].empty() && args[i][0] != '-' && dir.empty() && config_file.empty()) {
       dir = args[i];
@@ -367,6 +368,7 @@ int run_inspect(const std::vector<std::string>& args) {
       config_only ? resolve_formats(checkpoint_formats(Config::load(config_file)), request)
                   : resolve_formats(dir, request);
   LoadOptions options = load_options(formats);
+  require(block_tokens > 0, "--block-size", "must be positive, got " + std::to_string(block_tokens));
   options.pool.block_tokens = block_tokens;
   // inspect reserves no pool memory of note: a small budget still reports the per-token and per-block sizes.
   options.pool.bytes = int64_t(1) << 30;

@@ -4,6 +4,7 @@
 // in flight get up to --shutdown-grace-seconds to finish, what is left is aborted (503 / an error event), exit 0.
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -77,6 +78,16 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
       return args[++i];
     };
     auto integer = [&]() { return parse_number<int64_t>(s, value()); };
+    // Checked before narrowing: int(2^32 + 1) would be port 1, size_t(-1) passes any lower bound.
+    auto integer_in = [&](int64_t lo, int64_t hi) {
+      const int64_t v = integer();
+      if (v < lo || v > hi)
+        throw ArgumentError(s + ": must be " +
+                            (hi == INT64_MAX ? "at least " + std::to_string(lo)
+                                             : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]") +
+                            ", got " + std::to_string(v));
+      return v;
+    };
     auto seconds = [&]() {
       const double v = parse_number<double>(s, value());
       if (!(v >= 0 && v <= 86400)) throw ArgumentError(s + ": must be in [0, 86400] seconds");
@@ -88,7 +99,7 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     }
     if (s == "-m" || s == "--model") a.model = value();
     else if (s == "--host") a.server.host = value();
-    else if (s == "--port") a.server.port = int(integer());
+    else if (s == "--port") a.server.port = int(integer_in(0, 65535));
     else if (s == "--served-model-name") a.server.model_name = value();
     else if (s == "--max-num-seqs") a.engine.max_num_seqs = integer();
     else if (s == "--max-num-batched-tokens") a.engine.max_num_batched_tokens = integer();
@@ -114,8 +125,8 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     else if (s == "--reasoning-parser") a.server.limits.reasoning_parser = answers::parse_reasoning_parser(value());
     // vLLM's flag: the tool-call format, over the one read off the chat template (docs/TOOL_CALLS.md).
     else if (s == "--tool-call-parser") a.server.limits.tool_call_parser = answers::parse_tool_call_parser(value());
-    else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer());
-    else if (s == "--max-connections") a.server.max_connections = size_t(std::max<int64_t>(integer(), 0));
+    else if (s == "--max-body-bytes") a.server.max_body_bytes = size_t(integer_in(1024, INT64_MAX));
+    else if (s == "--max-connections") a.server.max_connections = size_t(integer_in(1, INT64_MAX));
     else if (s == "--max-connections-per-client") a.max_connections_per_client = integer();
     else if (s == "--header-timeout-seconds") a.server.header_timeout_seconds = seconds();
     else if (s == "--shutdown-grace-seconds") a.shutdown_grace_seconds = seconds();
@@ -123,14 +134,11 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     else throw_unknown_option("serve", s, kUsage);
   }
   if (a.model.empty()) throw ArgumentError(std::string("serve: -m DIR is required\n") + kUsage);
-  if (a.server.port < 0 || a.server.port > 65535) throw ArgumentError("--port: must be in [0, 65535]");
   if (a.kv_cache_memory && *a.kv_cache_memory <= 0) throw ArgumentError("--kv-cache-memory: must be positive");
   if (a.block_size && *a.block_size <= 0) throw ArgumentError("--block-size: must be positive");
   if (a.server.limits.max_n < 1) throw ArgumentError("--max-n: must be at least 1");
   if (a.server.limits.max_top_logprobs < 0) throw ArgumentError("--max-logprobs: must be at least 0");
   if (a.server.limits.max_logit_bias < 0) throw ArgumentError("--max-logit-bias: must be at least 0");
-  if (a.server.max_body_bytes < 1024) throw ArgumentError("--max-body-bytes: must be at least 1024");
-  if (a.server.max_connections < 1) throw ArgumentError("--max-connections: must be at least 1");
   if (a.max_connections_per_client && *a.max_connections_per_client < 1)
     throw ArgumentError("--max-connections-per-client: must be at least 1");
   if (a.server.header_timeout_seconds <= 0) throw ArgumentError("--header-timeout-seconds: must be positive");
@@ -201,6 +209,12 @@ int run_serve(const std::vector<std::string>& args) {
       answers::check_reasoning_parser(a.server.limits.reasoning_parser, chat.get(), *tokenizer, a.model);
     if (a.server.limits.tool_call_parser != answers::ToolFormat::none)
       server::check_tool_call_parser(a.server.limits.tool_call_parser, chat.get(), a.model);
+    // As vLLM: positions past the model's context were never trained (the scheduler refuses it too, by its field).
+    const int64_t positions = model->info().max_position_embeddings;
+    if (positions > 0 && a.engine.max_model_len > positions)
+      throw ArgumentError("--max-model-len: " + std::to_string(a.engine.max_model_len) +
+                          " is more than the model's context (max_position_embeddings) of " +
+                          std::to_string(positions));
     engine = std::make_unique<Engine>(*model, tokenizer, a.engine);
     http.set_ready({engine.get(), tokenizer, chat.get()});
   } catch (...) {

@@ -383,6 +383,21 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
   return t;
 }
 
+// The finished file is renamed over -o: were that a file of the checkpoint (or the blob one of a Hugging Face cache's
+// symlinked files points at), the checkpoint would be gone after a successful run.
+void refuse_output_in_source(const std::string& src_dir, const std::string& out_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec, dir_ec, out_ec;
+  if (!fs::exists(out_path, ec)) return;
+  const fs::path dir = fs::canonical(src_dir, dir_ec), out = fs::canonical(out_path, out_ec);
+  bool source = !dir_ec && !out_ec && std::mismatch(dir.begin(), dir.end(), out.begin(), out.end()).first == dir.end();
+  for (const fs::directory_entry& e : fs::directory_iterator(src_dir, ec))
+    source = source || fs::equivalent(e.path(), out_path, ec);
+  if (source)
+    throw ArgumentError("out (-o): '" + out_path + "' is a file of the source checkpoint '" + src_dir +
+                        "' (choose a path outside it)");
+}
+
 }  // namespace
 
 QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o) {
@@ -392,6 +407,7 @@ QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::strin
                         "directory or a GGUF file)");
   if (find_model_gguf(src_dir))
     throw ArgumentError("src_dir (-m): '" + src_dir + "' holds a GGUF checkpoint; quantize reads Hugging Face safetensors");
+  refuse_output_in_source(src_dir, out_path);
   auto files = std::make_shared<ModelFiles>(ModelFiles::open(src_dir));
   const Config& root = files->config();
   const std::vector<std::string> archs =

@@ -152,6 +152,16 @@ TEST(Engine, RejectsInvalidRequestsOnTheCallersThread) {
   EngineOptions bad;
   bad.max_num_seqs = 0;
   EXPECT_THROW(Engine(*model, nullptr, bad), ArgumentError);
+  EngineOptions beyond;  // vLLM refuses a max_model_len past the model's context too
+  beyond.max_model_len = 513;
+  try {
+    Engine engine_beyond(*model, nullptr, beyond);
+    ADD_FAILURE() << "no error";
+  } catch (const ArgumentError& e) {
+    EXPECT_STREQ(e.what(), "max_model_len: 513 is more than the model's context (max_position_embeddings) of 512");
+  }
+  beyond.max_model_len = 512;
+  EXPECT_EQ(Engine(*model, nullptr, beyond).max_model_len(), 512);
 }
 
 }  // namespace

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+
 #include "core/error.h"
 #include "loader/test_files.h"
 
@@ -40,6 +45,22 @@ TEST(SamplingDefaults, GenerationConfigSeedsAndTheCallerWins) {
   SamplingOverrides bad;
   bad.top_p = 0.f;
   EXPECT_THROW(resolve_sampling(dir.str(), bad), ArgumentError);
+}
+
+TEST(SamplingDefaults, ANegativeOrNanTemperatureIsRefusedNotGreedy) {
+  for (const float t : {-1.f, std::nanf(""), -std::numeric_limits<float>::infinity()}) {
+    for (const std::optional<bool> do_sample : {std::optional<bool>(), std::optional<bool>(false)}) {
+      SamplingOverrides o;
+      o.temperature = t;
+      o.do_sample = do_sample;
+      try {
+        resolve_sampling("", o);
+        ADD_FAILURE() << "temperature " << t << " taken";
+      } catch (const ArgumentError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("temperature: must be a finite number >= 0", 0), 0u) << e.what();
+      }
+    }
+  }
 }
 
 TEST(SamplingDefaults, ATemperatureAloneSamplesAGreedyCheckpoint) {
