@@ -292,6 +292,28 @@ def test_stop_and_logit_bias_past_their_bounds_are_400s_naming_the_field(server,
     assert r.usage.completion_tokens >= 1
 
 
+def test_request_limit_flags_set_the_bounds(checkpoint):
+    s = ServerProcess(checkpoint, "--max-stop", "2", "--max-stop-bytes", "3", "--max-stop-token-ids", "1",
+                      "--max-body-values", "0")
+    try:
+        for extra, param, message in [({"stop": ["a", "b", "c"]}, "stop", "at most 2 stop strings, got 3"),
+                                      ({"stop": "abcd"}, "stop", "at most 3 bytes, got 4"),
+                                      ({"stop_token_ids": [7, 8]}, "stop_token_ids", "at most 1 ids, got 2")]:
+            body = {"model": "tiny", "prompt": "hello", "max_tokens": 2, **extra}
+            status, err = _error(s.raw("POST", "/v1/completions", json.dumps(body),
+                                       {"Content-Type": "application/json"}))
+            assert status == 400 and err["param"] == param and message in err["message"], err
+        # No values beyond the context's: a prompt of max_model_len ids still parses, one more value does not.
+        body = {"model": "tiny", "prompt": list(range(1, MAX_LEN + 1)), "max_tokens": 1,
+                "logit_bias": {str(i): 1 for i in range(40)}}
+        status, text = s.raw("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+        assert status == 400 and "values" in text, text
+        r = s.client().completions.create(model="tiny", prompt="hello", max_tokens=2, stop=["abc", "d"])
+        assert r.usage.completion_tokens >= 1
+    finally:
+        assert s.stop() == 0
+
+
 def _idle_metrics(server):
     """/metrics once no request runs (earlier tests' requests may still be ending)."""
     deadline = time.time() + 20
@@ -396,6 +418,10 @@ def test_queue_depth_limit_answers_429_and_the_request_limits_are_flags(checkpoi
     ("--max-body-bytes", "1023", "must be at least 1024, got 1023"),
     ("--max-connections", "-5", "must be at least 1, got -5"),
     ("--port", "80x", "expected a number, got '80x'"),
+    ("--max-stop", "-1", "must be in [0, 1048576], got -1"),
+    ("--max-stop-bytes", "0", "must be in [1, 1048576], got 0"),
+    ("--max-stop-token-ids", "4294967296", "must be in [0, 1048576], got 4294967296"),
+    ("--max-body-values", "-3", "must be in [0, 1073741824], got -3"),
 ])
 def test_numeric_flags_are_range_checked_before_narrowing(flag, value, message):
     r = subprocess.run([CLI, "serve", "-m", "never_loaded", flag, value], capture_output=True, text=True, timeout=60)

@@ -48,6 +48,7 @@ const char* kUsage =
     "         [--no-prefix-caching] [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium]\n"
     "         [--batch-invariant]\n"
     "         [--max-waiting-requests 256] [--max-n 16] [--max-logprobs 20] [--max-logit-bias 1024]\n"
+    "         [--max-stop 16] [--max-stop-bytes 256] [--max-stop-token-ids 256] [--max-body-values 65536]\n"
     "         [--max-body-bytes 4194304] [--reasoning-parser qwen3|deepseek_r1|openai_gptoss]\n"
     "         [--tool-call-parser hermes|llama3_json|mistral|openai|deepseek_v3|deepseek_v31|kimi_k2|pythonic]\n"
     "         [--max-connections 1024] [--max-connections-per-client N] [--header-timeout-seconds 10]\n"
@@ -121,6 +122,11 @@ ServeArgs parse_args(const std::vector<std::string>& args) {
     // vLLM's name: the most top_logprobs (chat) / logprobs (completions) a request may ask for.
     else if (s == "--max-logprobs") a.server.limits.max_top_logprobs = integer();
     else if (s == "--max-logit-bias") a.server.limits.max_logit_bias = integer();
+    // Bounds on what one body may ask of the engine's thread (docs/SERVING.md); 2^20 keeps sums far from overflow.
+    else if (s == "--max-stop") a.server.limits.max_stop = integer_in(0, 1 << 20);
+    else if (s == "--max-stop-bytes") a.server.limits.max_stop_bytes = integer_in(1, 1 << 20);
+    else if (s == "--max-stop-token-ids") a.server.limits.max_stop_token_ids = integer_in(0, 1 << 20);
+    else if (s == "--max-body-values") a.server.limits.max_body_values_beyond_context = integer_in(0, 1 << 30);
     // vLLM's flag: chat answers' <think> text goes to message.reasoning_content (docs/REASONING.md).
     else if (s == "--reasoning-parser") a.server.limits.reasoning_parser = answers::parse_reasoning_parser(value());
     // vLLM's flag: the tool-call format, over the one read off the chat template (docs/TOOL_CALLS.md).
