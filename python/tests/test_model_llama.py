@@ -328,3 +328,20 @@ def test_quantize_refuses_what_gguf_cannot_hold(kind, match, tmp_path):
     _build(kind, tmp_path / "src")
     with pytest.raises(ValueError, match=match):
         attnzoo.quantize(tmp_path / "src", str(tmp_path / "q.gguf"), type="F32")
+
+
+def test_yarn_added_to_a_config_extends_its_context_as_vllm_does(tmp_path):
+    """Qwen's long-context recipe: a yarn rope_scaling added to a config whose max_position_embeddings stays the
+    original length. The context is then original * factor (vLLM's derivation), and positions past the original
+    length give transformers' logits."""
+    config = transformers.LlamaConfig(
+        hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
+        num_hidden_layers=2, max_position_embeddings=32, rms_norm_eps=1e-5, initializer_range=0.1,
+        attn_implementation="eager",
+        rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0, original_max_position_embeddings=32))
+    ref = checks.random_model("llama_yarn_long", config, _randomize, attn_implementation="eager")
+    ref.save_pretrained(tmp_path, safe_serialization=True)
+    m = Model.load(tmp_path)
+    assert m.inspect()["max_position_embeddings"] == 128
+    ids = _prompt(100)
+    checks.check_full_prompt(m, ids, checks.meaningful_logits(ref.eval(), ids), VOCAB)

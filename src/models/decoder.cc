@@ -9,6 +9,7 @@
 #include "core/dispatch_timeline.h"
 #include "loader/load_error.h"
 #include "models/cuda/decoder_cuda_runner.h"
+#include "models/hf_config.h"
 #include "models/output_head.h"
 
 namespace attnzoo {
@@ -79,7 +80,7 @@ ModelInfo read_model_info(const Config& root, const Config& c, const LoadOptions
   info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
   info.head_dim = c.get_int_or("head_dim", info.hidden_size / std::max<int64_t>(1, info.num_heads));
   info.vocab_size = c.get_int("vocab_size");
-  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
+  info.max_position_embeddings = context_length(c);
   info.checkpoint_dtype = c.dtype();
   info.weights = options.weights;
   return info;

@@ -99,7 +99,7 @@ GemmaShape read_shape(const Config& root, const Config& c, const LoadOptions& op
   info.num_kv_heads = c.get_int_or("num_key_value_heads", info.num_heads);
   info.head_dim = c.get_int_or("head_dim", 256);
   info.vocab_size = c.get_int("vocab_size");
-  info.max_position_embeddings = c.get_int_or("max_position_embeddings", 0);
+  info.max_position_embeddings = context_length(c);
   info.checkpoint_dtype = c.dtype();
   info.weights = options.weights;
   s.eps = float(c.get_float_or("rms_norm_eps", 1e-6));

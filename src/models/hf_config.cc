@@ -67,6 +67,19 @@ RopeConfig read_rope(const Config& c, int64_t head_dim) {
   return r;
 }
 
+int64_t context_length(const Config& c) {
+  const int64_t max_pos = c.get_int_or("max_position_embeddings", 0);
+  const bool nested = c.has("rope_parameters");
+  if (max_pos <= 0 || (!nested && !c.has("rope_scaling"))) return max_pos;
+  const Config p = c.sub(nested ? "rope_parameters" : "rope_scaling");
+  if (p.get_string_or("rope_type", p.get_string_or("type", "default")) != "yarn" || !p.has("factor")) return max_pos;
+  const int64_t top = c.get_int_or("original_max_position_embeddings", max_pos);
+  const double original = double(p.get_int_or("original_max_position_embeddings", top));
+  const double extended = original * p.get_float("factor");
+  // Past 2^40 positions no cache could hold the sequence anyway; the bound keeps the product an integer.
+  return extended > double(max_pos) ? int64_t(std::min(extended, 0x1p40)) : max_pos;
+}
+
 int64_t layer_window(const Config& c, int64_t i, int64_t num_layers) {
   const int64_t window = c.get_int_or("sliding_window", 0);
   // Qwen2 / Qwen3 / SmolLM3 window nothing unless use_sliding_window (default false) says so, and then, in configs written

@@ -12,6 +12,11 @@ namespace attnzoo {
 // partial_rotary_factor either inside it or at the top level. Unsupported rope types -> LoadError.
 RopeConfig read_rope(const Config& c, int64_t head_dim);
 
+// The longest sequence the model serves: max_position_embeddings (0: unbounded), or for YaRN the context it was
+// extended to, original_max_position_embeddings * factor, as vLLM derives it: Qwen's instructions add a yarn
+// rope_scaling and leave max_position_embeddings at the original length. Never below max_position_embeddings.
+int64_t context_length(const Config& c);
+
 // Sliding window of layer i (0 = full attention), from layer_types / sliding_window / use_sliding_window (and, for
 // Qwen2 / Qwen3 configs without layer_types, max_window_layers), as transformers reads them.
 int64_t layer_window(const Config& c, int64_t i, int64_t num_layers);

@@ -23,7 +23,7 @@ ModelInfo read_mla_model_info(const Config& c, const LoadOptions& options, int64
   info.num_heads = c.get_int("num_attention_heads");
   info.num_kv_heads = info.num_heads;  // MLA: every head reads the one shared latent
   info.vocab_size = c.get_int("vocab_size");
-  info.max_position_embeddings = c.get_int_or("max_position_embeddings", max_positions_fallback);
+  info.max_position_embeddings = c.has("max_position_embeddings") ? context_length(c) : max_positions_fallback;
   info.checkpoint_dtype = c.dtype();
   info.weights = options.weights;
   return info;
