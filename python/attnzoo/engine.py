@@ -126,7 +126,8 @@ class Engine:
     """The serving engine over a loaded :class:`Model` (and its tokenizer, for text and stop strings).
 
     max_num_batched_tokens: tokens per step (decodes first, prefill chunks fill the rest). max_num_seqs: sequences
-    running at once. max_model_len: prompt + generated tokens (0: the model's context, max_position_embeddings or YaRN's extension of it; more is refused).
+    running at once. max_model_len: prompt + generated tokens (0: the model's context, max_position_embeddings or
+    YaRN's extension of it; more is refused).
     eos_token_ids: None means Model.generate's default (the checkpoint's, the tokenizer's: _core.default_eos_ids).
     speculative_config: exact speculative decoding, vLLM's dict: {"method": "ngram", "num_speculative_tokens": K,
     "prompt_lookup_max": N, "prompt_lookup_min": M} or {"method": "draft_model", "model": Model or directory,
