@@ -32,6 +32,7 @@ void bind_convert(nb::module_& m) {
           QuantizeSummary s;
           {
             nb::gil_scoped_release release;
+            refuse_output_over_source(src, out);  // before calibration's forward passes
             if (calibration) o.importance = collect_importance(src, *calibration, calibration_chunk, calibration_tokens).importance;
             s = quantize_checkpoint(src, out, o);
           }

@@ -326,6 +326,13 @@ def test_output_never_overwrites_the_source_checkpoint(checkpoint, tmp_path):
         assert "is a file of the source checkpoint" in lines[0], lines[0]
     assert {n: open(os.path.join(directory, n), "rb").read() for n in os.listdir(directory)} == before
     assert not [n for n in os.listdir(directory) if n.endswith(".partial")]
+    # Refused before calibration runs the model over its text, and a directory as -o by what it is.
+    (tmp_path / "calib.txt").write_text("The quick brown fox jumps over the lazy dog. " * 20)
+    r = _cli("quantize", "-m", directory, "-o", os.path.join(directory, "config.json"), "--type", "Q8_0",
+             "--calibration", str(tmp_path / "calib.txt"))
+    assert r.returncode != 0 and "calibration:" not in r.stdout and "is a file of the source" in r.stderr, r.stdout
+    r = _cli("quantize", "-m", directory, "-o", directory, "--type", "Q8_0")
+    assert r.returncode != 0 and f"out (-o): '{directory}' is a directory" in r.stderr, r.stderr
     r = _cli("quantize", "-m", directory, "-o", os.path.join(directory, "new.gguf"), "--type", "Q8_0")
     assert r.returncode == 0, r.stderr  # a new file beside the checkpoint's own is fine
 

@@ -126,6 +126,7 @@ int run_quantize(const std::vector<std::string>& args) {
     throw ArgumentError("quantize: -m DIR (a Hugging Face checkpoint directory) or -m IN.gguf is required");
   if (out.empty()) throw ArgumentError("quantize: -o OUT.gguf is required");
 
+  refuse_output_over_source(model, out);  // before calibration's forward passes
   if (!calibration.empty()) {
     CalibrationStats c = collect_importance(model, calibration, chunk, max_tokens, "--calibration");
     std::printf("calibration: %lld tokens in %lld chunks, importance for %zu projections\n", (long long)c.tokens,

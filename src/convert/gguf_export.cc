@@ -383,31 +383,37 @@ QuantizedTensor add_planned(GgufWriter& w, const std::shared_ptr<ModelFiles>& fi
   return t;
 }
 
-// The finished file is renamed over -o: were that a file of the checkpoint (or the blob one of a Hugging Face cache's
-// symlinked files points at), the checkpoint would be gone after a successful run.
-void refuse_output_in_source(const std::string& src_dir, const std::string& out_path) {
+}  // namespace
+
+void refuse_output_over_source(const std::string& src, const std::string& out_path) {
   namespace fs = std::filesystem;
-  std::error_code ec, dir_ec, out_ec;
+  std::error_code ec, src_ec, out_ec;
   if (!fs::exists(out_path, ec)) return;
-  const fs::path dir = fs::canonical(src_dir, dir_ec), out = fs::canonical(out_path, out_ec);
-  bool source = !dir_ec && !out_ec && std::mismatch(dir.begin(), dir.end(), out.begin(), out.end()).first == dir.end();
-  for (const fs::directory_entry& e : fs::directory_iterator(src_dir, ec))
-    source = source || fs::equivalent(e.path(), out_path, ec);
-  if (source)
-    throw ArgumentError("out (-o): '" + out_path + "' is a file of the source checkpoint '" + src_dir +
+  if (fs::is_directory(out_path, ec))
+    throw ArgumentError("out (-o): '" + out_path + "' is a directory; name the .gguf file to write");
+  if (fs::is_regular_file(src, ec)) {  // a GGUF requantized
+    if (fs::equivalent(src, out_path, ec)) throw ArgumentError("out (-o): '" + out_path + "' is the source file itself");
+    return;
+  }
+  // The finished file is renamed over -o: were -o a file of the checkpoint (or, through a symlink in it, the blob a
+  // Hugging Face cache's file points at), the checkpoint would be gone after a successful run.
+  const fs::path dir = fs::canonical(src, src_ec), out = fs::canonical(out_path, out_ec);
+  bool inside = !src_ec && !out_ec && std::mismatch(dir.begin(), dir.end(), out.begin(), out.end()).first == dir.end();
+  for (const fs::directory_entry& e : fs::directory_iterator(src, ec))
+    inside = inside || fs::equivalent(e.path(), out_path, ec);
+  if (inside)
+    throw ArgumentError("out (-o): '" + out_path + "' is a file of the source checkpoint '" + src +
                         "' (choose a path outside it)");
 }
 
-}  // namespace
-
 QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o) {
+  refuse_output_over_source(src_dir, out_path);
   if (std::filesystem::is_regular_file(src_dir)) return requantize_gguf(src_dir, out_path, o);
   if (!std::filesystem::is_directory(src_dir))
     throw ArgumentError("src_dir (-m): '" + src_dir + "' is not a directory (expected a Hugging Face checkpoint "
                         "directory or a GGUF file)");
   if (find_model_gguf(src_dir))
     throw ArgumentError("src_dir (-m): '" + src_dir + "' holds a GGUF checkpoint; quantize reads Hugging Face safetensors");
-  refuse_output_in_source(src_dir, out_path);
   auto files = std::make_shared<ModelFiles>(ModelFiles::open(src_dir));
   const Config& root = files->config();
   const std::vector<std::string> archs =

@@ -61,4 +61,9 @@ struct QuantizeSummary {
 // ArgumentError / LoadError naming the directory, file, key or tensor at fault; nothing is left at out_path then.
 QuantizeSummary quantize_checkpoint(const std::string& src_dir, const std::string& out_path, const QuantizeOptions& o);
 
+// ArgumentError naming -o when writing out_path would destroy the source: the GGUF file itself, a file of the
+// checkpoint directory, or a directory. quantize_checkpoint checks it first; a caller that calibrates (a forward
+// pass over the whole text) checks it before that.
+void refuse_output_over_source(const std::string& src, const std::string& out_path);
+
 }  // namespace attnzoo

@@ -153,9 +153,6 @@ QuantizeSummary requantize_gguf(const std::string& src_path, const std::string& 
       for (int64_t d : t.ne) ne += (ne.empty() ? "" : ", ") + std::to_string(d);
       throw LoadError(src_path + ": tensor '" + t.name + "': ne [" + ne + "] has an empty dimension");
     }
-  std::error_code ec;
-  if (std::filesystem::equivalent(src_path, out_path, ec))
-    throw ArgumentError("out (-o): '" + out_path + "' is the source file itself");
   const auto importance = place_importance(*f, o);
 
   QuantizeSummary summary;
