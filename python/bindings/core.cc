@@ -62,7 +62,8 @@ bool can_write_byte(char* p) {
   struct Pipe {
     int fds[2] = {-1, -1};
     Pipe() {
-      if (pipe2(fds, O_CLOEXEC) != 0) fds[0] = fds[1] = -1;
+      // Non-blocking: the drain below must not wait should a kernel have consumed a byte it could not store.
+      if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) fds[0] = fds[1] = -1;
     }
     ~Pipe() {
       if (fds[0] >= 0) close(fds[0]), close(fds[1]);

@@ -186,3 +186,9 @@ def test_write_kv_paged_errors():
         attnzoo.write_kv_paged(k_new, k_new, torch.tensor([0, 1]), cache, cache.clone())
     with pytest.raises(ValueError, match="^v_cache: dtype float16"):
         attnzoo.write_kv_paged(k_new, k_new, torch.tensor([0, 1, 2, 3]), cache, cache.to(torch.float16))
+
+
+def test_write_kv_paged_takes_empty_caches():
+    """torch gives every empty tensor a null data pointer, so two empty caches look like one array."""
+    attnzoo.write_kv_paged(torch.randn(0, 2, 8), torch.randn(0, 2, 8), torch.zeros(0, dtype=torch.int64),
+                           torch.zeros(0, 16, 2, 8), torch.zeros(0, 16, 2, 8))

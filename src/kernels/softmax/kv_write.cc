@@ -178,8 +178,10 @@ void write_kv_paged(const TensorView& k_new, const TensorView& v_new, const int6
           });
   // One array passed as both would have the values written over the keys. (Only the same start is refused: k and v
   // may be interleaved views of one [num_blocks, 2, ...] buffer, whose spans overlap while their elements do not.)
-  require(v_cache.data != k_cache.data, "v_cache", "is k_cache (the same memory); pass a cache for the values");
-  require(v_scale.empty() || v_scale.data != k_scale.data, "v_scale",
+  // (Arrays with no elements may share an address and hold nothing to overwrite.)
+  require(v_cache.data != k_cache.data || k_cache.numel() == 0, "v_cache",
+          "is k_cache (the same memory); pass a cache for the values");
+  require(v_scale.empty() || v_scale.data != k_scale.data || k_scale.numel() == 0, "v_scale",
           "is k_scale (the same memory); pass scales for the values");
   if (!k_new.device.is_cpu() || !k_cache.device.is_cpu()) {
     const PagedRowsCuda w[2] = {{k_new, k_cache, k_scale, "k_new", "k_cache", "k_scale"},
