@@ -318,6 +318,8 @@ def test_text_that_is_not_utf8_is_refused_naming_its_source(model_dir, tmp_path)
         assert message in line, (args, line)
     r = subprocess.run([CLI, "generate", "-m", model_dir, "-p", "-"], input=b"\xff", capture_output=True, timeout=120)
     assert r.returncode != 0 and b"-p -: stdin: not valid UTF-8 (byte 0)" in r.stderr, r.stderr
+    line = _one_error_line(run("perplexity", "-m", model_dir, "-f", str(bad)))
+    assert f"-f: '{bad}': not valid UTF-8 (byte 3)" in line, line
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -303,7 +303,7 @@ def test_request_limit_flags_set_the_bounds(checkpoint):
             status, err = _error(s.raw("POST", "/v1/completions", json.dumps(body),
                                        {"Content-Type": "application/json"}))
             assert status == 400 and err["param"] == param and message in err["message"], err
-        # No values beyond the context's: a prompt of max_model_len ids still parses, one more value does not.
+        # No values beyond the context's: a prompt of max_model_len ids plus a logit_bias is past the bound.
         body = {"model": "tiny", "prompt": list(range(1, MAX_LEN + 1)), "max_tokens": 1,
                 "logit_bias": {str(i): 1 for i in range(40)}}
         status, text = s.raw("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
@@ -433,8 +433,8 @@ def test_max_model_len_past_the_models_context_is_refused(checkpoint):
     r = subprocess.run([CLI, "serve", "-m", checkpoint, "--port", "0", "--max-model-len", "99999999999"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and r.stderr.strip().splitlines()[-1] == \
-        f"attnzoo: error: --max-model-len: 99999999999 is more than the model's context (max_position_embeddings) " \
-        f"of {MAX_LEN}", r.stderr
+        f"attnzoo: error: --max-model-len: 99999999999 is more than the model's context of {MAX_LEN} " \
+        f"(max_position_embeddings, or YaRN's original length * factor)", r.stderr
     s = ServerProcess(checkpoint, "--max-model-len", "64")
     try:
         body = {"model": "tiny", "prompt": list(range(5, 65)), "max_tokens": 8}

@@ -9,7 +9,6 @@
 #include "cli/generation_flags.h"
 #include "cli/usage.h"
 #include "core/error.h"
-#include "core/utf8.h"
 #include "engine/perplexity.h"
 #include "loader/text_file.h"
 #include "models/model.h"
@@ -66,7 +65,7 @@ int run_perplexity(const std::vector<std::string>& args) {
   PerplexityArgs a = parse_args(args);
   const std::string text = read_text_file("-f", a.file);
   if (text.empty()) throw ArgumentError("-f: '" + a.file + "' is empty: perplexity needs a text to score");
-  require(utf8::is_valid(text), "-f", "'" + a.file + "' is not UTF-8 text");
+  require_utf8(text, "-f: '" + a.file + "'");
   const auto model = Model::load(a.flags.model, load_options(a.flags));
   check_perplexity_options(a.options, model->info().max_position_embeddings);  // before tokenizing
   std::fprintf(stderr, "perplexity: formats\n%s", describe_formats(model->info().formats, "  ").c_str());

@@ -219,8 +219,8 @@ int run_serve(const std::vector<std::string>& args) {
     const int64_t positions = model->info().max_position_embeddings;
     if (positions > 0 && a.engine.max_model_len > positions)
       throw ArgumentError("--max-model-len: " + std::to_string(a.engine.max_model_len) +
-                          " is more than the model's context (max_position_embeddings) of " +
-                          std::to_string(positions));
+                          " is more than the model's context of " + std::to_string(positions) +
+                          " (max_position_embeddings, or YaRN's original length * factor)");
     engine = std::make_unique<Engine>(*model, tokenizer, a.engine);
     http.set_ready({engine.get(), tokenizer, chat.get()});
   } catch (...) {

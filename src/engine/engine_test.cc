@@ -158,7 +158,8 @@ TEST(Engine, RejectsInvalidRequestsOnTheCallersThread) {
     Engine engine_beyond(*model, nullptr, beyond);
     ADD_FAILURE() << "no error";
   } catch (const ArgumentError& e) {
-    EXPECT_STREQ(e.what(), "max_model_len: 513 is more than the model's context (max_position_embeddings) of 512");
+    EXPECT_STREQ(e.what(), "max_model_len: 513 is more than the model's context of 512 (max_position_embeddings, "
+                           "or YaRN's original length * factor)");
   }
   beyond.max_model_len = 512;
   EXPECT_EQ(Engine(*model, nullptr, beyond).max_model_len(), 512);
