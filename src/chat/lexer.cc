@@ -129,8 +129,17 @@ class Lexer {
     if (trailing_space_start(text) <= l_pos) text.resize(l_pos);
   }
 
+  // Whitespace as jinja2's \s: Python's, U+3000 and U+00A0 too (between a tag's tokens, and after `-%}`).
   size_t skip_space(size_t i) const {
-    while (i < s_.size() && is_space(s_[i])) ++i;
+    for (uint32_t cp = 0; i < s_.size();) {
+      if (is_space(s_[i])) {
+        ++i;
+        continue;
+      }
+      const size_t n = static_cast<unsigned char>(s_[i]) < 0x80 ? 0 : utf8::decode(s_, i, &cp);
+      if (n == 0 || !text::is_space(cp)) break;
+      i += n;
+    }
     return i;
   }
 
