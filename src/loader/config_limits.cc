@@ -37,6 +37,19 @@ constexpr CountLimit kCounts[] = {
     {"linear_num_key_heads", 4096},     {"linear_num_value_heads", 4096},
     {"linear_key_head_dim", 65536},     {"linear_value_head_dim", 65536},
     {"sliding_window", int64_t(1) << 30},
+    // The hybrids' own names for the same sizes.
+    {"mamba_d_state", 65536},           {"mamba_d_conv", 4096},
+    {"mamba_d_head", 65536},            {"mamba_n_groups", 65536},
+    {"mamba_d_ssm", int64_t(1) << 22},  {"mamba_dt_rank", int64_t(1) << 20},
+    {"time_step_rank", int64_t(1) << 20},
+    {"linear_conv_kernel_dim", 4096},   {"short_conv_kernel_size", 4096},
+    {"linear_num_heads", 4096},         {"linear_head_dim", 65536},
+    {"value_dim", int64_t(1) << 22},    {"rotary_dim", 65536},
+    {"shared_expert_intermediate_size", int64_t(1) << 22},
+    {"moe_shared_expert_intermediate_size", int64_t(1) << 22},
+    {"shared_intermediate_size", int64_t(1) << 22},
+    {"n_group", 65536},                 {"topk_group", 65536},
+    {"original_max_position_embeddings", int64_t(1) << 30},
 };
 
 // Epsilons under a square root: positive and finite (a negative one turns every norm into NaN).

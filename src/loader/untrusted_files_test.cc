@@ -70,6 +70,14 @@ TEST(UntrustedFiles, ConfigValuesNoModelCanHaveAreRefusedNamingTheKey) {
       {R"({"sliding_window": -5})", "sliding_window"},
       {R"({"num_attention_heads": 2.5})", "num_attention_heads"},
       {R"({"mamba_expand": 4611686018427387904})", "mamba_expand"},  // times hidden_size, the SSM's width
+      // The hybrids' own names for their sizes (Falcon-H1, Jamba, Qwen3-Next, LFM2, Kimi Linear, MoE shared experts).
+      {R"({"mamba_d_state": 1099511627776})", "mamba_d_state"},
+      {R"({"mamba_d_ssm": 1099511627776})", "mamba_d_ssm"},
+      {R"({"mamba_dt_rank": -1})", "mamba_dt_rank"},
+      {R"({"linear_conv_kernel_dim": 1099511627776})", "linear_conv_kernel_dim"},
+      {R"({"short_conv_kernel_size": 1099511627776})", "short_conv_kernel_size"},
+      {R"({"shared_expert_intermediate_size": 1099511627776})", "shared_expert_intermediate_size"},
+      {R"({"text_config": {"linear_num_heads": 1099511627776}})", "text_config.linear_num_heads"},
   };
   for (const auto& [text, key] : cases) {
     const std::string e = load_error_of([&] { Config::parse(text, "cfg.json"); });
