@@ -101,7 +101,7 @@ TEST(Builtins, BlockStrippingTakesUnicodeWhitespace) {
                    "q\n\u00a0{{ 1 }}"),
             "a\nx|\u2003y|a\nx\nb|a\nx|ax|q\n\u00a01");
   // After `-%}` / `-}}` / `-#}`, and between a tag's tokens, too (jinja2 2026: 'x', '1x', 'x', 'y').
-  EXPECT_EQ(render("{% if true -%}\u3000\u00a0 x{% endif %}|{{ 1 -}}\u3000x|{# c -#}\u2003x|"
+  EXPECT_EQ(render("{% if true -%}\u3000\u00a0 x{% endif %}|{{ 1 -}}\u3000\x1c\u0085x|{# c -#}\u2003x|"
                    "{%\u3000if true %}y{% endif %}"),
             "x|1x|x|y");
 }

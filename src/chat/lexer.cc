@@ -31,7 +31,6 @@ const char* kind_name(TemplateError::Kind kind) {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
@@ -132,12 +131,8 @@ class Lexer {
   // Whitespace as jinja2's \s: Python's, U+3000 and U+00A0 too (between a tag's tokens, and after `-%}`).
   size_t skip_space(size_t i) const {
     for (uint32_t cp = 0; i < s_.size();) {
-      if (is_space(s_[i])) {
-        ++i;
-        continue;
-      }
-      const size_t n = static_cast<unsigned char>(s_[i]) < 0x80 ? 0 : utf8::decode(s_, i, &cp);
-      if (n == 0 || !text::is_space(cp)) break;
+      const size_t n = text::next_char(s_, i, &cp);
+      if (!text::is_space(cp)) break;
       i += n;
     }
     return i;
