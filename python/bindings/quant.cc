@@ -7,7 +7,6 @@
 #include <nanobind/stl/tuple.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -281,11 +280,7 @@ void bind_quant(nb::module_& m) {
             require(iv.ndim == 1 && iv.shape[0] == xv.shape[1] && iv.dtype == DType::f32 && iv.is_contiguous(),
                     "importance", "expected a contiguous float32 array of " + std::to_string(xv.shape[1]) + " values");
             imp = iv.ptr<float>();
-            // quantize_matrix checks these too, but names its matrix (x) where a checkpoint's tensor is meant.
-            for (int64_t c = 0; c < iv.shape[0]; ++c)
-              require(imp[c] >= 0 && std::isfinite(imp[c]), "importance",
-                      "input channel " + std::to_string(c) + " is " + std::to_string(imp[c]) +
-                          " (expected finite and >= 0)");
+            require_importance(imp, iv.shape[0], "importance");  // quantize_matrix's would name x, its matrix
           }
           const TensorView o = as_view(out, "out");
           std::vector<uint8_t> bytes;

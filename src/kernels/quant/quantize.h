@@ -41,6 +41,9 @@ void quantize_row(QuantType t, const float* x, void* dst, int64_t n, const float
 std::vector<uint8_t> quantize_matrix(QuantType t, const float* x, int64_t rows, int64_t cols,
                                      const float* importance, const std::string& name);
 
+// ArgumentError "<what>: input channel i is v (expected finite and >= 0)" unless every one of the cols weights is.
+void require_importance(const float* importance, int64_t cols, const std::string& what);
+
 // IEEE half / bfloat16 from f32, rounding to nearest even as numpy's astype(float16) and gguf-py's BF16 do.
 uint16_t f32_to_half(float f);
 uint16_t f32_to_bf16(float f);

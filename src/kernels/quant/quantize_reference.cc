@@ -204,6 +204,13 @@ void quantize_row(QuantType t, const float* x, void* dst, int64_t n, const float
   }
 }
 
+void require_importance(const float* importance, int64_t cols, const std::string& what) {
+  for (int64_t i = 0; i < cols; ++i)
+    if (!(importance[i] >= 0) || !std::isfinite(importance[i]))
+      throw ArgumentError(what + ": input channel " + std::to_string(i) + " is " + std::to_string(importance[i]) +
+                          " (expected finite and >= 0)");
+}
+
 std::vector<uint8_t> quantize_matrix(QuantType t, const float* x, int64_t rows, int64_t cols,
                                      const float* importance, const std::string& name) {
   if (!quantize_supported(t)) throw ArgumentError(name + ": cannot quantize to " + quant_type_name(t));
@@ -212,10 +219,7 @@ std::vector<uint8_t> quantize_matrix(QuantType t, const float* x, int64_t rows, 
   if (!row_bytes || rows < 0)
     throw ArgumentError(name + ": rows of " + std::to_string(cols) + " values are not a whole number of " +
                         quant_type_name(t) + " blocks of " + std::to_string(block));
-  for (int64_t i = 0; importance && i < cols; ++i)
-    if (!(importance[i] >= 0) || !std::isfinite(importance[i]))
-      throw ArgumentError(name + ": importance of input channel " + std::to_string(i) + " is " +
-                          std::to_string(importance[i]) + " (expected finite and >= 0)");
+  if (importance) require_importance(importance, cols, name + ": importance");
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
       if (!std::isfinite(x[r * cols + c]))

@@ -118,7 +118,7 @@ TEST(Quantize, RefusalsNameTheTensor) {
   std::vector<float> imp(32, 1.f);
   imp[3] = -1;
   EXPECT_NE(message([&] { quantize_matrix(QuantType::Q4_0, x.data(), 2, 32, imp.data(), "w"); })
-                .find("importance of input channel 3"),
+                .find("w: importance: input channel 3 is -1"),
             std::string::npos);
 }
 
