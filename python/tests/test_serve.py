@@ -433,7 +433,7 @@ def test_max_model_len_past_the_models_context_is_refused(checkpoint):
     r = subprocess.run([CLI, "serve", "-m", checkpoint, "--port", "0", "--max-model-len", "99999999999"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and r.stderr.strip().splitlines()[-1] == \
-        f"attnzoo: error: --max-model-len: 99999999999 is more than the model's context of {MAX_LEN} " \
+        f"attnzoo: error: max_model_len: 99999999999 is more than the model's context of {MAX_LEN} " \
         f"(max_position_embeddings, or YaRN's original length * factor)", r.stderr
     s = ServerProcess(checkpoint, "--max-model-len", "64")
     try:

@@ -215,12 +215,6 @@ int run_serve(const std::vector<std::string>& args) {
       answers::check_reasoning_parser(a.server.limits.reasoning_parser, chat.get(), *tokenizer, a.model);
     if (a.server.limits.tool_call_parser != answers::ToolFormat::none)
       server::check_tool_call_parser(a.server.limits.tool_call_parser, chat.get(), a.model);
-    // As vLLM: positions past the model's context were never trained (the scheduler refuses it too, by its field).
-    const int64_t positions = model->info().max_position_embeddings;
-    if (positions > 0 && a.engine.max_model_len > positions)
-      throw ArgumentError("--max-model-len: " + std::to_string(a.engine.max_model_len) +
-                          " is more than the model's context of " + std::to_string(positions) +
-                          " (max_position_embeddings, or YaRN's original length * factor)");
     engine = std::make_unique<Engine>(*model, tokenizer, a.engine);
     http.set_ready({engine.get(), tokenizer, chat.get()});
   } catch (...) {

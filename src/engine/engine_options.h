@@ -12,8 +12,8 @@ class Model;
 struct EngineOptions {
   int64_t max_num_batched_tokens = 2048;  // tokens one step may run: decodes first, prefill chunks fill the rest
   int64_t max_num_seqs = 64;              // sequences (samples) running at once (at most max_num_batched_tokens)
-  // Prompt + generated tokens a sample may reach; 0: the model's max_position_embeddings (unlimited if unset), which
-  // it may not exceed.
+  // Prompt + generated tokens a sample may reach; 0: the model's context (max_position_embeddings, or YaRN's
+  // extension of it; unlimited if unset), which it may not exceed.
   int64_t max_model_len = 0;
   // Long prompts are split across steps so running decodes keep their pace. Off: a prompt is prefilled in one
   // step (alone, if it is longer than max_num_batched_tokens).
