@@ -18,6 +18,7 @@
 #include "core/amx.h"
 #include "core/dispatch.h"
 #include "core/error.h"
+#include "core/thread_limits.h"
 #include "core/threads.h"
 #include "kernels/quant/gemv_kernels.h"
 
@@ -30,8 +31,9 @@ void apply_global_options(std::vector<std::string>& args) {
       throw ArgumentError(args[i] + ": needs a value");
     if (args[i] == "--threads") {
       const int64_t n = parse_number<int64_t>("--threads", args[i + 1]);
-      // ATTNZOO_THREADS's range (core/threads.cc), checked here so that the message names the flag.
-      if (n < 1 || n > 1024) throw ArgumentError("--threads: must be in [1, 1024], got " + args[i + 1]);
+      // The pool's range, checked here so that the message names the flag.
+      if (n < 1 || n > kMaxThreads)
+        throw ArgumentError("--threads: must be in [1, " + std::to_string(kMaxThreads) + "], got " + args[i + 1]);
       ThreadPool::set_global_threads(int(n));
       args.erase(args.begin() + long(i), args.begin() + long(i) + 2);
     } else if (args[i] == "--target") {

@@ -11,6 +11,7 @@
 #include "core/denormals.h"
 #include "core/dispatch_timeline.h"
 #include "core/error.h"
+#include "core/thread_limits.h"
 
 namespace attnzoo {
 namespace {
@@ -92,8 +93,9 @@ int default_thread_count() {
   if (const char* env = std::getenv("ATTNZOO_THREADS")) {
     char* end = nullptr;
     long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1 && n <= 1024) return int(n);
-    throw ArgumentError(std::string("ATTNZOO_THREADS: expected an integer in [1, 1024], got '") + env + "'");
+    if (end != env && *end == '\0' && n >= 1 && n <= kMaxThreads) return int(n);
+    throw ArgumentError(std::string("ATTNZOO_THREADS: expected an integer in [1, ") + std::to_string(kMaxThreads) +
+                        "], got '" + env + "'");
   }
   return available_cpus();
 }
@@ -269,7 +271,8 @@ ThreadPool& ThreadPool::global() {
 }
 
 void ThreadPool::set_global_threads(int num_threads) {
-  require(num_threads >= 1 && num_threads <= 1024, "num_threads", "must be in [1, 1024]");
+  require(num_threads >= 1 && num_threads <= kMaxThreads, "num_threads",
+          "must be in [1, " + std::to_string(kMaxThreads) + "]");
   require(t_pins == 0, "num_threads", "cannot change while this thread runs a kernel");
   g_resizes_pending.fetch_add(1);
   struct Done {
