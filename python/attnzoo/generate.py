@@ -262,7 +262,7 @@ def _checked_prompt(model, tokenizer, prompt, name):
     max_positions = _max_positions(model)
     if max_positions and len(ids) > max_positions:
         raise ValueError(f"{name}: has {len(ids)} tokens, more than the model's {max_positions} positions "
-                         f"(max_position_embeddings)")
+                         f"({_core.context_origin})")
     return ids
 
 

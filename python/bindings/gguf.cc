@@ -1,7 +1,8 @@
 // Bindings for the GGUF reader: _core.gguf_read(path) hands back the header, every metadata value and every tensor
 // (info + raw bytes) as plain Python objects, so tests can compare it with the gguf package field by field;
-// _core.model_config_json(path) is the config.json a model path (directory or .gguf) loads with, and
-// _core.model_tensors(path) its tensors as the builders see them.
+// _core.model_config_json(path) is the config.json a model path (directory or .gguf) loads with,
+// _core.model_context_length(path) the context the engine derives from it, and _core.model_tensors(path) its tensors
+// as the builders see them.
 #include <nanobind/stl/optional.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -12,6 +13,8 @@
 #include "bindings.h"
 #include "loader/gguf.h"
 #include "loader/model_dir.h"
+#include "models/hf_config.h"
+#include "models/model.h"
 
 namespace attnzoo::py {
 namespace {
@@ -127,6 +130,15 @@ void bind_gguf(nb::module_& m) {
       "model_config_json",
       [](const std::string& path) { return ModelFiles::read_config_json(path); }, nb::arg("path"),
       "The config.json text a model path loads with (synthesized from the metadata for a GGUF).");
+  m.def(
+      "model_context_length",
+      [](const std::string& path) {
+        return context_length(Config::parse(ModelFiles::read_config_json(path), path).text_config());
+      },
+      nb::arg("path"),
+      "The longest sequence the model serves (0: unbounded), read from its config without loading the weights: "
+      "max_position_embeddings, or the context YaRN extends it to.");
+  m.attr("context_origin") = kContextOrigin;  // for the messages that refuse past model_context_length
   m.def("find_model_gguf", &find_model_gguf, nb::arg("path"),
         "The GGUF file a model path names (the .gguf itself, or the one in a directory without safetensors), or None.");
   m.def("gguf_parse_count", &GgufFile::parse_count,

@@ -317,7 +317,7 @@ def test_command_line_refuses_in_one_line_before_any_work(model_dir, tmp_path, c
     assert r.returncode == 1 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("attnzoo bench model: "), r.stderr
-    assert ("config.json" if case == "not a checkpoint" else "max_position_embeddings) of 128") in lines[0]
+    assert ("config.json" if case == "not a checkpoint" else "context of 128 (max_position_embeddings") in lines[0]
 
 
 

@@ -209,7 +209,7 @@ def test_generation_stays_inside_the_models_context(model_dir):
     """The tiny model has max_position_embeddings=256: a longer prompt is refused before any work, and an answer
     that would run past it is shortened with a notice."""
     r = run("generate", "-m", model_dir, "-p", "the quick brown fox jumps over the lazy dog. " * 40)
-    assert r.returncode != 0 and "max_position_embeddings) is 256" in r.stderr and r.stdout == ""
+    assert r.returncode != 0 and "the model's context (max_position_embeddings, or YaRN's original length * factor) is 256" in r.stderr and r.stdout == ""
     r = run("generate", "-m", model_dir, "-p", "hello world", "-n", "100000")
     assert r.returncode == 0, r.stderr
     m = re.search(r"-n lowered to (\d+): prompt (\d+) \+ answer must fit the model's context of 256", r.stderr)

@@ -343,5 +343,12 @@ def test_yarn_added_to_a_config_extends_its_context_as_vllm_does(tmp_path):
     ref.save_pretrained(tmp_path, safe_serialization=True)
     m = Model.load(tmp_path)
     assert m.inspect()["max_position_embeddings"] == 128
+    # `attnzoo bench model` checks the fit before loading, from the config alone, with the engine's derivation.
+    from attnzoo import _core
+    from attnzoo.bench.model import _check_fits
+    assert _core.model_context_length(str(tmp_path)) == 128
+    _check_fits(str(tmp_path), prompt=100, gen=28, prefix=0, prefix_new=0)
+    with pytest.raises(ValueError, match=r"context of 128 \(max_position_embeddings, or YaRN"):
+        _check_fits(str(tmp_path), prompt=100, gen=29, prefix=0, prefix_new=0)
     ids = _prompt(100)
     checks.check_full_prompt(m, ids, checks.meaningful_logits(ref.eval(), ids), VOCAB)

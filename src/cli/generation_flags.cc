@@ -9,6 +9,7 @@
 #include "layers/matmul_precision.h"
 #include "loader/config.h"
 #include "loader/model_dir.h"
+#include "models/model.h"
 #include "models/model_device.h"
 
 namespace attnzoo::cli {
@@ -97,7 +98,7 @@ std::string fit_in_context(const GenerationFlags& a, const std::string& command,
   const bool flag = a.ctx_size > 0 && (model_positions <= 0 || a.ctx_size < model_positions);
   const int64_t context = flag ? a.ctx_size : model_positions;
   if (context <= 0) return "";
-  const std::string what = flag ? "--ctx-size" : "the model's context (max_position_embeddings)";
+  const std::string what = flag ? "--ctx-size" : std::string("the model's context (") + kContextOrigin + ")";
   if (n >= context)
     throw ArgumentError(command + ": the prompt is " + std::to_string(n) + " tokens; " + what + " is " +
                         std::to_string(context) + " and must leave room for an answer");

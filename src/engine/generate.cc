@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "engine/stop.h"
+#include "models/model.h"
 
 namespace attnzoo {
 
@@ -49,7 +50,7 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
   const int64_t max_positions = model.max_positions();
   require(max_positions <= 0 || int64_t(prompt.size()) <= max_positions, "prompt",
           "has " + std::to_string(prompt.size()) + " tokens, more than the model's " + std::to_string(max_positions) +
-              " positions (max_position_embeddings)");
+              " positions (" + kContextOrigin + ")");
 
   GenerationResult result;
   result.prompt_tokens = int64_t(prompt.size());

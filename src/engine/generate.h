@@ -22,7 +22,7 @@ class LogitsSource {
   // Appends `tokens` (the prompt, or one sampled token) to the sequence and writes the next-token logits that
   // follow the last of them into `logits` (vocab_size() entries).
   virtual void append(std::span<const int32_t> tokens, std::span<float> logits) = 0;
-  // How many positions the model can hold (max_position_embeddings); 0: no limit.
+  // How many positions the model can hold (its context: max_position_embeddings, or as YaRN extends it); 0: no limit.
   virtual int64_t max_positions() const { return 0; }
 
   // Speculative decoding needs three more operations; a source without them never speculates.

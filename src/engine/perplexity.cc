@@ -38,8 +38,8 @@ void check_perplexity_options(const PerplexityOptions& o, int64_t max_context) {
   // n_ctx / 2 tokens of context, then at least two scored tokens so the error estimate exists.
   require(o.n_ctx >= 4, "n_ctx", "the window (-c) must be at least 4 tokens, got " + std::to_string(o.n_ctx));
   require(max_context <= 0 || o.n_ctx <= max_context, "n_ctx",
-          "the window (-c) of " + std::to_string(o.n_ctx) + " tokens is longer than the model's context "
-          "(max_position_embeddings) of " + std::to_string(max_context));
+          "the window (-c) of " + std::to_string(o.n_ctx) + " tokens is longer than the model's context of " +
+              std::to_string(max_context) + " (" + kContextOrigin + ")");
   require(o.n_batch >= 1, "n_batch", "tokens per forward call (-b) must be positive, got " + std::to_string(o.n_batch));
   require(o.n_chunks == -1 || o.n_chunks >= 1, "n_chunks",
           "windows to score (--chunks) must be positive (or -1: every window), got " + std::to_string(o.n_chunks));

@@ -16,7 +16,7 @@ Scheduler::Scheduler(const Model& model, std::shared_ptr<const tok::Tokenizer> t
   // As vLLM: no sequence may run past the positions the model was trained for (0: the config sets no bound).
   require(positions <= 0 || options_.max_model_len <= positions, "max_model_len",
           std::to_string(options_.max_model_len) + " is more than the model's context of " + std::to_string(positions) +
-              " (max_position_embeddings, or YaRN's original length * factor)");
+              " (" + kContextOrigin + ")");
   max_model_len_ = options_.max_model_len > 0 ? options_.max_model_len : positions;
   eos_ = options_.eos_token_ids;
   if (eos_.empty() && tokenizer_) eos_ = tokenizer_->eos_token_ids();

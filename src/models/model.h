@@ -42,6 +42,9 @@ struct LayerInfo {
   CacheSpec cache;
 };
 
+// Where a model's context (ModelInfo::max_position_embeddings) comes from, for the messages that refuse past it.
+inline constexpr const char* kContextOrigin = "max_position_embeddings, or YaRN's original length * factor";
+
 struct ModelInfo {
   std::string architecture, model_type;
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_layers = 0;

@@ -177,21 +177,19 @@ def default_contexts(prompt, max_positions):
 
 
 def _config_positions(model_dir):
-    """max_position_embeddings as the checkpoint's config states it (a multimodal wrapper's text_config), 0 when it
-    states none; read without loading the weights. ValueError naming the file for a missing or bad config."""
-    config = json.loads(_core.model_config_json(model_dir))
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
-    return int(config.get("max_position_embeddings") or text.get("max_position_embeddings") or 0)
+    """The model's context as the engine derives it from the config (max_position_embeddings, or YaRN's extension),
+    0 when unbounded; read without loading the weights. ValueError naming the file for a missing or bad config."""
+    return int(_core.model_context_length(model_dir))
 
 
 def _check_fits(model_dir, prompt, gen, prefix, prefix_new):
     max_pos = _config_positions(model_dir)
     if max_pos and prompt + gen > max_pos:
         raise ValueError(f"--prompt {prompt} + --gen {gen} = {prompt + gen} tokens exceed the model's context "
-                         f"(max_position_embeddings) of {max_pos}: pass a smaller --prompt / --gen")
+                         f"of {max_pos} ({_core.context_origin}): pass a smaller --prompt / --gen")
     if max_pos and prefix and prefix + prefix_new > max_pos:
         raise ValueError(f"--prefix {prefix} + --prefix-new {prefix_new} = {prefix + prefix_new} tokens exceed the "
-                         f"model's context (max_position_embeddings) of {max_pos}: pass a smaller --prefix")
+                         f"model's context of {max_pos} ({_core.context_origin}): pass a smaller --prefix")
 
 
 def run_model_bench(model_dir, prompt=512, gen=128, contexts=None, context_gen=None, dtype="auto",
