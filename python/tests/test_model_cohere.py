@@ -26,12 +26,14 @@ def _config(kind):
                   rope_parameters=dict(rope_type="default", rope_theta=500.0))
     if kind == "command_r":
         return transformers.CohereConfig(**common)
+    if kind == "command_r_head_dim":  # Cohere reads head_dim from the file (Cohere2 derives it)
+        return transformers.CohereConfig(head_dim=24, **common)
     if kind == "cohere2_swa_nope":  # three sliding layers (RoPE), then a global one (NoPE): the released pattern
         return transformers.Cohere2Config(sliding_window=WINDOW, **{**common, "num_hidden_layers": 4})
     raise ValueError(kind)
 
 
-KINDS = ["command_r", "cohere2_swa_nope"]
+KINDS = ["command_r", "command_r_head_dim", "cohere2_swa_nope"]
 
 
 checks.define_family_tests(globals(), _config, KINDS, checks.randomize_vectors(1.0), VOCAB)

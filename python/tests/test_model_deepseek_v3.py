@@ -71,6 +71,22 @@ def test_correction_bias_changes_the_routing(case, tmp_path):
     assert np.abs(Model.load(d).forward(ids[:30]) - want[:30]).max() > 1e-3
 
 
+def test_linear_rope_scales_the_softmax_by_mscale_all_dim(case, tmp_path):
+    """transformers multiplies the softmax scale by mscale(factor, mscale_all_dim)^2 for any scaled RoPE, not only
+    YaRN: a linear one gives its logits too."""
+    import torch
+    import transformers
+    kind, ref, m, ids, want = case
+
+    def linear(c):
+        c.pop("rope_scaling", None)
+        c["rope_parameters"] = dict(rope_type="linear", rope_theta=10000.0, factor=4.0, mscale_all_dim=1.0)
+    d = edits.copy_with(m.directory, tmp_path / "linear", config_edit=linear)
+    ref = transformers.AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager", dtype=torch.float32,
+                                                            experts_implementation="eager")
+    checks.check_full_prompt(Model.load(d), ids[:30], checks.meaningful_logits(ref.eval(), ids[:30]), VOCAB)
+
+
 def test_inspect_reports_latent_cache(case):
     kind, ref, m, ids, want = case
     info = m.inspect()

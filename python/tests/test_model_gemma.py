@@ -54,9 +54,11 @@ def _config(kind):
     if kind == "gemma2_gguf":  # llama.cpp's fixed query scale (head_dim) and pattern (every other layer slides)
         return transformers.Gemma2Config(num_hidden_layers=2, head_dim=16, query_pre_attn_scalar=16,
                                          attn_logit_softcapping=2.0, final_logit_softcapping=6.0, **common)
-    if kind == "gemma3_gguf":  # llama.cpp's fixed 5:1 pattern and local RoPE base 10000; a scaled global RoPE
+    if kind == "gemma3_gguf":  # llama.cpp's fixed 5:1 pattern and local RoPE base 10000; a scaled global RoPE; an
+        # attention cap that Gemma 3 never applies (and the file then leaves out)
         return transformers.Gemma3TextConfig(
             num_hidden_layers=6, head_dim=16, query_pre_attn_scalar=16, final_logit_softcapping=6.0,
+            attn_logit_softcapping=0.5,
             rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
                              "full_attention": dict(rope_type="linear", rope_theta=300.0, factor=2.0)}, **common)
     raise ValueError(kind)
@@ -216,6 +218,17 @@ def test_errors_are_named(gemma3_dir, tmp_path):
                                       use_bidirectional_attention=True)
     edits.check_config_error_is_named(gemma3_dir, tmp_path / "c", "layer_types", layer_types=["full_attention"])
     edits.check_config_error_is_named(gemma3_dir, tmp_path / "d", "query_pre_attn_scalar", query_pre_attn_scalar=0)
+
+
+def test_gemma3_runs_without_the_attention_cap_its_config_names(gemma3_dir, tmp_path):
+    """transformers' Gemma 3 attention never passes attn_logit_softcapping on (Gemma 2's does): a small cap in the
+    config changes none of its logits, nor attnzoo's (the GGUF export leaves it out: gemma3_gguf)."""
+    import torch
+    import transformers
+    d = edits.copy_with(gemma3_dir, tmp_path / "capped", config_edit=lambda c: c.update(attn_logit_softcapping=0.5))
+    ref = transformers.AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager", dtype=torch.float32)
+    ids = _prompt()
+    checks.check_full_prompt(Model.load(d), ids, checks.meaningful_logits(ref.eval(), ids), VOCAB)
 
 
 @pytest.mark.parametrize("kind", ["gemma2_gguf", "gemma3_gguf"])

@@ -26,7 +26,7 @@ int64_t layer_of(const std::string& name) {
 void add_deepseek2_hparams(GgufWriter& w, const Config& c) {
   const std::string p = "deepseek2.";
   const int64_t rope_dim = c.get_int("qk_rope_head_dim"), kv_lora = c.get_int("kv_lora_rank");
-  const RopeConfig rope = read_rope(c, rope_dim);
+  const RopeConfig rope = read_rope(c, rope_dim, kWholeHead);
   if (is_v3(c) && !c.get_bool_or("rope_interleave", true))
     throw LoadError(c.source() + ": key 'rope_interleave': false (RoPE on half-split channels) has no deepseek2 "
                     "form (llama.cpp rotates interleaved pairs)");

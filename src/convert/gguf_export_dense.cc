@@ -79,10 +79,8 @@ void add_gemma(GgufWriter& w, const Config& c, const std::string& arch) {
       throw LoadError(c.source() + ": key 'layer_types': GGUF (llama.cpp's " + arch + ") holds only a full-attention "
                       "layer every " + std::to_string(period) + (period == 2 ? "nd" : "th") + " layer");
   w.add_u32(p + "attention.sliding_window", uint32_t(c.get_int_or("sliding_window", 4096)));
-  const bool attn_cap = c.has("attn_logit_softcapping");
-  if (attn_cap && gemma3)
-    throw LoadError(c.source() + ": key 'attn_logit_softcapping': GGUF (llama.cpp's gemma3) holds none");
-  if (attn_cap) w.add_f32(p + "attn_logit_softcapping", float(c.get_float("attn_logit_softcapping")));
+  // Gemma 3 runs without the attention cap its config may name (models/gemma.cc), as llama.cpp's gemma3 does.
+  if (!gemma3 && c.has("attn_logit_softcapping")) w.add_f32(p + "attn_logit_softcapping", float(c.get_float("attn_logit_softcapping")));
   if (c.has("final_logit_softcapping"))
     w.add_f32(p + "final_logit_softcapping", float(c.get_float("final_logit_softcapping")));
   if (gemma3) check_gemma3_local_rope(c);
@@ -91,10 +89,10 @@ void add_gemma(GgufWriter& w, const Config& c, const std::string& arch) {
 }  // namespace
 
 RopeConfig export_rope(const Config& c, const std::string& arch, int64_t head_dim) {
-  if (arch != "gemma3") return read_rope(c, head_dim);
+  if (arch != "gemma3") return read_rope(c, head_dim, rotary_share(c.get_string_or("model_type", "")));
   const bool nested = c.has("rope_parameters") && c.sub("rope_parameters").has("full_attention");
   const Config p = nested ? c.sub("rope_parameters").sub("full_attention") : c;
-  RopeConfig r = read_rope(p, head_dim);
+  RopeConfig r = read_rope(p, head_dim, kWholeHead);
   if (!p.has("rope_theta")) r.theta = 1000000.0;  // transformers' global default
   if (r.type != "default" && r.type != "linear")
     throw LoadError(c.source() + ": rope type '" + r.type + "': GGUF (llama.cpp's gemma3) holds linear scaling only");

@@ -65,7 +65,7 @@ void add_conv_hybrid_hparams(GgufWriter& w, const ModelFiles& files, const Confi
   }
   w.add_u32(p + "feed_forward_length", uint32_t(ff));
   const int64_t head_dim = c.get_int_or("head_dim", hidden / heads);
-  w.add_f32(p + "rope.freq_base", float(read_rope(c, head_dim).theta));
+  w.add_f32(p + "rope.freq_base", float(read_rope(c, head_dim, kWholeHead).theta));
   w.add_f32(p + "attention.layer_norm_rms_epsilon", float(c.get_float_or("norm_eps", 1e-5)));
   w.add_u32(p + "vocab_size", uint32_t(c.get_int("vocab_size")));
   w.add_u32(p + "shortconv.l_cache", uint32_t(c.get_int_or("conv_L_cache", 3)));

@@ -159,9 +159,9 @@ void add_pattern_hybrid_hparams(GgufWriter& w, const Config& root, const std::st
   const bool rope = uses_rope(root, c);
   w.add_bool(p + "rope.scaling.finetuned", rope);
   if (rope) {
-    const RopeConfig r = read_rope(c, head_dim);
+    const RopeConfig r = read_rope(c, head_dim, rotary_share(is_bamba(root) ? "bamba" : "granitemoehybrid"));
     w.add_f32(p + "rope.freq_base", float(r.theta));
-    w.add_u32(p + "rope.dimension_count", uint32_t(is_bamba(root) ? head_dim / 2 : r.rotary_dim ? r.rotary_dim : head_dim));
+    w.add_u32(p + "rope.dimension_count", uint32_t(r.rotary_dim ? r.rotary_dim : head_dim));
   }
   if (is_bamba(root)) return;
   w.add_f32(p + "embedding_scale", float(c.get_float_or("embedding_multiplier", 1.0)));

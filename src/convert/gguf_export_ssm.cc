@@ -121,7 +121,7 @@ void add_ssm_hparams(GgufWriter& w, const Config& c, const std::string& hf_class
   w.add_u32(p + "attention.value_length", uint32_t(head_dim));
   w.add_f32(p + "attention.layer_norm_rms_epsilon", float(c.get_float_or("rms_norm_eps", 1e-5)));
   w.add_u32(p + "vocab_size", uint32_t(c.get_int("vocab_size")));
-  w.add_f32(p + "rope.freq_base", float(read_rope(c, head_dim).theta));
+  w.add_f32(p + "rope.freq_base", float(read_rope(c, head_dim, kWholeHead).theta));
 }
 
 std::vector<TensorPlan> plan_ssm(const ModelFiles& files, const Config& c, const std::string& arch, bool tied) {

@@ -256,10 +256,9 @@ std::string gguf_hf_config_json(const GgufFile& f) {
   }
 
   gguf_hf::add_vocab_and_dtype(c, f);
+  gguf_hf::add_rotary_share(c, m, mixtral ? "mixtral" : mistral ? "mistral" : a.model_type, head_dim);
   if (is_phi3(a)) add_phi3_config(c, f, head_dim);
-  if (std::string(a.gguf) == "glm4" && has("rope.dimension_count"))  // RoPE on part of each head
-    c.add_float("partial_rotary_factor", double(get_int("rope.dimension_count")) / double(head_dim));
-  add_sigmoid_moe_config(c, f, a.gguf, head_dim);
+  add_sigmoid_moe_config(c, f, a.gguf);
   if (has("logit_scale")) {  // Cohere: LayerNorms (their epsilon), the logit scale, cohere2's window
     c.add_float("logit_scale", get_float("logit_scale"));
     if (has("attention.layer_norm_epsilon")) c.add_float("layer_norm_eps", get_float("attention.layer_norm_epsilon"));

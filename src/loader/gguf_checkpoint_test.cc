@@ -378,6 +378,15 @@ TEST(GgufCheckpoint, RefusalsAreNamed) {
   EXPECT_NE(refused([](GgufSpec& s) { s.kvs[10] = kv_string("llama.rope.scaling.type", "longrope"); }, "f.gguf")
                 .find("key 'llama.rope.scaling.type': 'longrope' is not supported"),
             std::string::npos);
+  // llama.cpp would rotate 2 of each head's 4 channels; transformers' Llama cannot say so (it rotates whole heads).
+  EXPECT_NE(refused([](GgufSpec& s) { s.kvs.push_back(kv_scalar<uint32_t>("llama.rope.dimension_count", U32, 2)); },
+                    "g.gguf")
+                .find("g.gguf: key 'llama.rope.dimension_count': 2 channels, but llama rotates 4 of each head's 4"),
+            std::string::npos);
+  EXPECT_NE(refused([](GgufSpec& s) { s.kvs.push_back(kv_scalar<uint32_t>("llama.rope.dimension_count", U32, 6)); },
+                    "h.gguf")
+                .find("h.gguf: key 'llama.rope.dimension_count': 6 is not an even width within head_dim 4"),
+            std::string::npos);
   EXPECT_NE(refused([](GgufSpec& s) { s.tensors[1].name = "blk.0.attn_q.weight"; }, "g.gguf")
                 .find("duplicate tensor name"),
             std::string::npos);

@@ -145,6 +145,12 @@ struct AttentionLayers {
 };
 AttentionLayers attention_layers(const Meta& m, int64_t layers, int64_t heads);
 
+// llama.cpp rotates rope.dimension_count channels of each head (all of it when the file names none), whatever the
+// architecture. The config states that share as partial_rotary_factor where the architecture reads one
+// (loader/rotary_share.h); a file asking another share of an architecture that cannot state it is refused (LoadError
+// naming the key).
+void add_rotary_share(JsonObject& c, const Meta& m, const std::string& model_type, int64_t head_dim);
+
 // vocab_size, tie_word_embeddings, the bos / eos / pad ids and torch_dtype: the weights decide vocab_size and
 // tying (transformers' config must agree with them to load at all).
 void add_vocab_and_dtype(JsonObject& c, const GgufFile& f);

@@ -163,8 +163,7 @@ void granite_hybrid_config(JsonObject& c, const Meta& m) {
   const bool rope = m.has("rope.scaling.finetuned") && m.f.find(m.p + "rope.scaling.finetuned")->as_bool(m.p + "rope.scaling.finetuned");
   c.add_string("position_embedding_type", rope ? "rope" : "nope");
   c.add_float("rope_theta", m.has("rope.freq_base") ? m.d("rope.freq_base") : 10000.0);
-  if (rope && m.has("rope.dimension_count"))
-    c.add_float("partial_rotary_factor", double(m.positive("rope.dimension_count")) / double(head_dim));
+  if (rope) gguf_hf::add_rotary_share(c, m, "granitemoehybrid", head_dim);
   if (m.has("context_length")) c.add_int("max_position_embeddings", m.i("context_length"));
 }
 

@@ -31,11 +31,8 @@ bool is_phi3_rope_factors(const std::string& name) {
 
 void add_phi3_config(gguf_hf::JsonObject& c, const GgufFile& f, int64_t head_dim) {
   const std::string p = "phi3.";
+  // The width add_rotary_share checked and stated as partial_rotary_factor.
   const int64_t rope_dim = f.has(p + "rope.dimension_count") ? f.get_int(p + "rope.dimension_count") : head_dim;
-  if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0)
-    throw LoadError(f.path() + ": key '" + p + "rope.dimension_count': " + std::to_string(rope_dim) +
-                    " is not an even width within head_dim " + std::to_string(head_dim));
-  c.add_float("partial_rotary_factor", double(rope_dim) / double(head_dim));
   if (f.has(p + "rope.scaling.original_context_length"))
     c.add_int("original_max_position_embeddings", f.get_int(p + "rope.scaling.original_context_length"));
   if (f.has(p + "attention.sliding_window") && f.get_int(p + "attention.sliding_window") > 0)

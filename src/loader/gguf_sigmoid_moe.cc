@@ -13,7 +13,7 @@ int64_t gguf_mtp_blocks(const GgufFile& f, const std::string& arch) {
   return n;
 }
 
-void add_sigmoid_moe_config(gguf_hf::JsonObject& c, const GgufFile& f, const std::string& arch, int64_t head_dim) {
+void add_sigmoid_moe_config(gguf_hf::JsonObject& c, const GgufFile& f, const std::string& arch) {
   const bool glm = arch == "glm4moe";
   if (!glm && arch != "minimax-m2") return;
   const gguf_hf::Meta m{f, arch + "."};
@@ -24,13 +24,7 @@ void add_sigmoid_moe_config(gguf_hf::JsonObject& c, const GgufFile& f, const std
   const int64_t experts = m.count("expert_count", "num_experts");
   c.add_int(glm ? "n_routed_experts" : "num_local_experts", experts);
   c.add_int("num_experts_per_tok", m.bounded("expert_used_count", experts));
-  const int64_t rope_dim = m.has("rope.dimension_count") ? m.i("rope.dimension_count") : head_dim;
-  if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0)
-    throw LoadError(f.path() + ": key '" + arch + ".rope.dimension_count': " + std::to_string(rope_dim) +
-                    " is not an even width within head_dim " + std::to_string(head_dim));
-  c.add_float("partial_rotary_factor", double(rope_dim) / double(head_dim));
   if (!glm) {
-    c.add_int("rotary_dim", rope_dim);
     if (!m.has("feed_forward_length")) c.add_int("intermediate_size", m.positive("expert_feed_forward_length"));
     return;
   }

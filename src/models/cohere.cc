@@ -29,10 +29,12 @@ CohereShape read_shape(const Config& root, const Config& c, const LoadOptions& o
   CohereShape s;
   s.info = read_dense_model_info(root, c, options, "");
   ModelInfo& info = s.info;
-  // transformers derives head_dim from the hidden size whatever the config says
-  info.head_dim = info.hidden_size / info.num_heads;
-  if (info.head_dim <= 0) throw LoadError(c.source() + ": hidden_size must be at least num_attention_heads");
   s.cohere2 = info.architecture == "Cohere2ForCausalLM";
+  // transformers' Cohere2Config derives head_dim from the hidden size whatever the file says; Cohere reads the file's
+  // (read_dense_model_info) when it names one.
+  if (s.cohere2 || !c.has("head_dim")) info.head_dim = info.hidden_size / info.num_heads;
+  if (info.head_dim <= 0)
+    throw LoadError(c.source() + ": head_dim (or hidden_size / num_attention_heads) must be positive");
   if (c.get_bool_or("use_qk_norm", false))
     throw LoadError(c.source() + ": key 'use_qk_norm': Cohere's per-head q / k LayerNorms are not supported");
   s.eps = float(c.get_float_or("layer_norm_eps", 1e-5));
@@ -72,7 +74,7 @@ std::unique_ptr<Model> build_cohere(ModelFiles files, const LoadOptions& options
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  RopeConfig rc = read_rope(c, D);
+  RopeConfig rc = read_rope(c, D, kWholeHead);
   rc.layout = RopeLayout::interleaved;
   RopeConfig none;
   none.type = "none";
@@ -112,7 +114,7 @@ std::unique_ptr<Model> build_cohere(ModelFiles files, const LoadOptions& options
 ModelDescription describe_cohere(const Config& root, const LoadOptions& options) {
   const Config c = root.text_config();
   const CohereShape s = read_shape(root, c, options);
-  (void)read_rope(c, s.info.head_dim);  // a bad rope config fails here as in the builder
+  (void)read_rope(c, s.info.head_dim, kWholeHead);  // a bad rope config fails here as in the builder
   ModelDescription d;
   d.info = s.info;
   d.attention = attention_config(s, 0, options);

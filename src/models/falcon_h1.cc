@@ -117,7 +117,7 @@ std::unique_ptr<Model> build_falcon_h1(ModelFiles files, const LoadOptions& opti
   DecoderOptions dopts;
   dopts.embedding_scale = float(c.get_float_or("embedding_multiplier", 1.0));
   dopts.logits_scale = float(c.get_float_or("lm_head_multiplier", 1.0));
-  const Rope rope(read_rope(c, D));
+  const Rope rope(read_rope(c, D, kWholeHead));
 
   count_checkpoint(files, info);
   WeightBytes owned;

@@ -5,7 +5,7 @@
 //              x += post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x)))   (all RMSNorms are (1 + w))
 //   Gemma 1: the plain pre-norm block, x += attn(input_layernorm(x)); x += mlp(post_attention_layernorm(x)),
 //            scale head_dim^-0.5, every layer full attention, no softcaps
-//   attention: scale query_pre_attn_scalar^-0.5, optional attn_logit_softcapping, sliding/full layers from
+//   attention: scale query_pre_attn_scalar^-0.5, Gemma 2's optional attn_logit_softcapping, sliding/full layers from
 //              layer_types (or the older pattern: Gemma 2 alternates, Gemma 3 every sliding_window_pattern-th
 //              layer is full); Gemma 3 adds (1 + w) q/k norms and a separate RoPE base for sliding layers
 //   logits = final_logit_softcapping?(lm_head(norm(x))), the head tied to the embedding unless lm_head exists.
@@ -47,7 +47,7 @@ RopeConfig gemma3_rope(const Config& c, int64_t head_dim, bool sliding) {
   const double default_theta = sliding ? 10000.0 : 1000000.0;
   if (c.has("rope_parameters") && c.sub("rope_parameters").has(type)) {
     const Config p = c.sub("rope_parameters").sub(type);
-    RopeConfig r = read_rope(p, head_dim);
+    RopeConfig r = read_rope(p, head_dim, kWholeHead);
     if (!p.has("rope_theta")) r.theta = default_theta;
     return r;
   }
@@ -58,7 +58,7 @@ RopeConfig gemma3_rope(const Config& c, int64_t head_dim, bool sliding) {
     r.theta = c.get_float_or("rope_local_base_freq", default_theta);
     return r;
   }
-  RopeConfig r = read_rope(c, head_dim);
+  RopeConfig r = read_rope(c, head_dim, kWholeHead);
   if (!c.has("rope_theta")) r.theta = default_theta;
   return r;
 }
@@ -117,7 +117,8 @@ GemmaShape read_shape(const Config& root, const Config& c, const LoadOptions& op
       s.gemma1 ? double(D) : c.get_float_or("query_pre_attn_scalar", 256.0);
   if (!(pre_attn_scalar > 0)) throw LoadError(c.source() + ": key 'query_pre_attn_scalar': must be positive");
   if (s.gemma1) return s;  // transformers' GemmaConfig has none of the keys below
-  const double attn_softcap = s.attn_softcap = c.get_float_or("attn_logit_softcapping", 0.0);
+  // Gemma 3's attention never passes the cap transformers' config still carries (its releases set none).
+  const double attn_softcap = s.attn_softcap = s.gemma3 ? 0.0 : c.get_float_or("attn_logit_softcapping", 0.0);
   const double final_softcap = s.final_softcap = c.get_float_or("final_logit_softcapping", 0.0);
   if (attn_softcap < 0 || final_softcap < 0)
     throw LoadError(c.source() + ": softcapping values (attn_logit_softcapping, final_logit_softcapping) must be >= 0");
@@ -148,8 +149,8 @@ std::unique_ptr<Model> build_gemma(ModelFiles files, const LoadOptions& options)
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
 
-  const Rope global_rope(gemma3 ? gemma3_rope(c, D, false) : read_rope(c, D));
-  const Rope local_rope(gemma3 ? gemma3_rope(c, D, true) : read_rope(c, D));
+  const Rope global_rope(gemma3 ? gemma3_rope(c, D, false) : read_rope(c, D, kWholeHead));
+  const Rope local_rope(gemma3 ? gemma3_rope(c, D, true) : read_rope(c, D, kWholeHead));
 
   count_checkpoint(files, info);
 

@@ -18,7 +18,7 @@ std::unique_ptr<Model> build_glm4(ModelFiles files, const LoadOptions& options) 
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  RopeConfig rc = read_rope(c, D);
+  RopeConfig rc = read_rope(c, D, rotary_share("glm4"));
   rc.layout = RopeLayout::interleaved;
   const Rope rope(rc);
   count_checkpoint(files, info);
@@ -55,7 +55,7 @@ ModelDescription describe_glm4(const Config& root, const LoadOptions& options) {
   const Config c = root.text_config();
   ModelDescription d;
   d.info = read_dense_model_info(root, c, options, "glm4");
-  (void)read_rope(c, d.info.head_dim);  // a bad rope config fails here as in the builder
+  (void)read_rope(c, d.info.head_dim, rotary_share("glm4"));  // a bad rope config fails here as in the builder
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;
   const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
   d.attention = model_attention_config(d.info, 0, options);

@@ -101,7 +101,7 @@ std::unique_ptr<Model> build_gpt_oss(ModelFiles files, const LoadOptions& option
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t E = c.get_int("num_local_experts");
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  RopeConfig rc = read_rope(c, D);
+  RopeConfig rc = read_rope(c, D, rotary_share("gpt_oss"));
   const bool has_theta = c.has("rope_theta") || (c.has("rope_parameters") && c.sub("rope_parameters").has("rope_theta")) ||
                          (c.has("rope_scaling") && c.sub("rope_scaling").has("rope_theta"));
   if (!has_theta) rc.theta = 150000.0;

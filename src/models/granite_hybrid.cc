@@ -52,12 +52,11 @@ GraniteShape read_shape(const Config& root, const Config& c, const LoadOptions& 
   s.mc = read_hybrid_mamba2(c, H, s.eps, kGraniteMamba);
   s.ac = model_attention_config(info, 0, options);
   if (s.bamba) {
-    s.rope = read_rope(c, D);
-    s.rope.rotary_dim = D / 2;  // BambaConfig sets partial_rotary_factor 0.5 whatever the file says
+    s.rope = read_rope(c, D, rotary_share("bamba"));
     s.shared = info.intermediate_size;
   } else {
     if (c.get_string_or("position_embedding_type", "") == "rope") {
-      s.rope = read_rope(c, D);
+      s.rope = read_rope(c, D, rotary_share("granitemoehybrid"));
     } else {
       s.rope.head_dim = D;
       s.rope.type = "none";

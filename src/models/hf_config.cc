@@ -32,7 +32,7 @@ void read_longrope(const Config& c, const Config& p, RopeConfig& r) {
 
 }  // namespace
 
-RopeConfig read_rope(const Config& c, int64_t head_dim) {
+RopeConfig read_rope(const Config& c, int64_t head_dim, RotaryShare share) {
   RopeConfig r;
   r.head_dim = head_dim;
   const bool nested = c.has("rope_parameters");
@@ -40,7 +40,9 @@ RopeConfig read_rope(const Config& c, int64_t head_dim) {
   const Config p = nested ? c.sub("rope_parameters") : scaling ? c.sub("rope_scaling") : c;
   r.theta = p.get_float_or("rope_theta", c.get_float_or("rope_theta", 10000.0));
   r.type = p.get_string_or("rope_type", p.get_string_or("type", "default"));
-  const double partial = p.get_float_or("partial_rotary_factor", c.get_float_or("partial_rotary_factor", 1.0));
+  const double partial =
+      share.read ? p.get_float_or("partial_rotary_factor", c.get_float_or("partial_rotary_factor", share.factor))
+                 : share.factor;
   r.rotary_dim = int64_t(double(head_dim) * partial);
   if (r.type == "llama3" || r.type == "yarn") {
     const int64_t max_pos = c.get_int_or("max_position_embeddings", 0);
@@ -58,6 +60,7 @@ RopeConfig read_rope(const Config& c, int64_t head_dim) {
     r.truncate = p.get_bool_or("truncate", true);
   } else if (r.type == "linear") {
     r.factor = p.get_float("factor");
+    r.mscale_all_dim = p.get_float_or("mscale_all_dim", 0.0);  // DeepSeek's softmax scale reads it for any scaling
   } else if (r.type == "longrope" || r.type == "su") {  // "su": Phi-3's first name for it
     r.type = "longrope";
     read_longrope(c, p, r);

@@ -5,12 +5,14 @@
 
 #include "layers/rope.h"
 #include "loader/config.h"
+#include "loader/rotary_share.h"
 
 namespace attnzoo {
 
 // RoPE settings: "rope_parameters" (transformers >= 5) or "rope_scaling" (older), with rope_theta and
-// partial_rotary_factor either inside it or at the top level. Unsupported rope types -> LoadError.
-RopeConfig read_rope(const Config& c, int64_t head_dim);
+// partial_rotary_factor either inside it or at the top level; `share` (rotary_share of the model type) says whether
+// the architecture reads the factor at all. Unsupported rope types -> LoadError.
+RopeConfig read_rope(const Config& c, int64_t head_dim, RotaryShare share);
 
 // The longest sequence the model serves: max_position_embeddings (0: unbounded), or for YaRN the context it was
 // extended to, original_max_position_embeddings * factor, as vLLM derives it: Qwen's instructions add a yarn

@@ -66,7 +66,7 @@ std::unique_ptr<Model> build_lfm2(ModelFiles files, const LoadOptions& options) 
   const int64_t H = info.hidden_size, D = info.head_dim, qw = info.num_heads * D, kw = info.num_kv_heads * D;
   const Lfm2Moe moe(c);
   const std::vector<HybridLayer> layers = lfm2_layers(c, info.num_layers, moe.first_sparse);
-  const Rope rope(read_rope(c, D));
+  const Rope rope(read_rope(c, D, kWholeHead));
   const AttentionConfig ac = model_attention_config(info, 0, options);
   // the first dense layer's width (every layer sparse: the experts')
   info.intermediate_size = moe.expert_inter;

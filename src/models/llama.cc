@@ -89,7 +89,7 @@ std::unique_ptr<Model> build_llama_family(ModelFiles files, const LoadOptions& o
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  const Rope rope(read_rope(c, D));
+  const Rope rope(read_rope(c, D, rotary_share(info.model_type)));
   RopeConfig none;
   none.type = "none";
   none.head_dim = D;
@@ -146,7 +146,7 @@ ModelDescription describe_llama_family(const Config& root, const LoadOptions& op
   d.info = read_dense_model_info(root, c, options, "");
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;
   const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
-  (void)read_rope(c, d.info.head_dim);  // the builder rejects unsupported rope types; so does the description
+  (void)read_rope(c, d.info.head_dim, rotary_share(d.info.model_type));  // the builder rejects unsupported rope types; so does the description
   d.attention = attention_config(d.info, c, 0, options);
   d.info.tied_embeddings = config_ties_embeddings(root, c, false);
   // Biases and q/k norms as transformers' classes create them: Qwen2 q/k/v biases, Qwen3 q/k norms,

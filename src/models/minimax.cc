@@ -76,7 +76,7 @@ std::unique_ptr<Model> build_minimax(ModelFiles files, const LoadOptions& option
   const MiniMaxShape s = read_shape(files.config(), c, options);
   ModelInfo info = s.info;
   const int64_t H = info.hidden_size, I = info.intermediate_size, qw = info.num_heads * info.head_dim;
-  const Rope rope(read_rope(c, info.head_dim));
+  const Rope rope(read_rope(c, info.head_dim, kWholeHead));
 
   count_checkpoint(files, info);
   for (int64_t i = 0; i < info.num_layers; ++i)
@@ -133,7 +133,7 @@ ModelDescription describe_minimax(const Config& root, const LoadOptions& options
   const MiniMaxShape s = read_shape(root, c, options);
   ModelDescription d;
   d.info = s.info;
-  (void)read_rope(c, d.info.head_dim);  // unsupported rope types fail here as in the builder
+  (void)read_rope(c, d.info.head_dim, kWholeHead);  // unsupported rope types fail here as in the builder
   d.attention = s.ac;
   d.info.tied_embeddings = config_ties_embeddings(root, c, false);
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;

@@ -45,7 +45,7 @@ MlaConfig read_mla_config(const Config& c, ModelInfo& info, float norm_eps, cons
 }
 
 RopeConfig read_mla_rope(const Config& c, MlaConfig& mc) {
-  RopeConfig rc = read_rope(c, mc.qk_rope_head_dim);
+  RopeConfig rc = read_rope(c, mc.qk_rope_head_dim, kWholeHead);
   rc.layout = c.get_bool_or("rope_interleave", true) ? RopeLayout::interleaved : RopeLayout::half;
   if (rc.type != "default" && rc.mscale_all_dim != 0.0) {
     const double m = yarn_mscale(rc.factor, rc.mscale_all_dim);

@@ -17,7 +17,7 @@ std::unique_ptr<Model> build_olmo2(ModelFiles files, const LoadOptions& options)
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  const Rope rope(read_rope(c, D));
+  const Rope rope(read_rope(c, D, kWholeHead));
   count_checkpoint(files, info);
 
   WeightBytes owned;
@@ -51,7 +51,7 @@ ModelDescription describe_olmo2(const Config& root, const LoadOptions& options) 
   const Config c = root.text_config();
   ModelDescription d;
   d.info = read_dense_model_info(root, c, options, "olmo2");
-  (void)read_rope(c, d.info.head_dim);  // unsupported rope types fail here as in the builder
+  (void)read_rope(c, d.info.head_dim, kWholeHead);  // unsupported rope types fail here as in the builder
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;
   const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
   d.attention = model_attention_config(d.info, 0, options);

@@ -26,7 +26,7 @@ std::unique_ptr<Model> build_phi3(ModelFiles files, const LoadOptions& options) 
   const Activation act = parse_activation(c.get_string_or("hidden_act", "silu"));
   const int64_t H = info.hidden_size, I = info.intermediate_size, D = info.head_dim;
   const int64_t qw = info.num_heads * D, kw = info.num_kv_heads * D;
-  const Rope rope(read_rope(c, D));
+  const Rope rope(read_rope(c, D, rotary_share("phi3")));
   count_checkpoint(files, info);
 
   WeightBytes owned;
@@ -55,7 +55,7 @@ ModelDescription describe_phi3(const Config& root, const LoadOptions& options) {
   const Config c = root.text_config();
   ModelDescription d;
   d.info = read_dense_model_info(root, c, options, "phi3");
-  (void)read_rope(c, d.info.head_dim);  // a bad rope config fails here as in the builder
+  (void)read_rope(c, d.info.head_dim, rotary_share("phi3"));  // a bad rope config fails here as in the builder
   const int64_t H = d.info.hidden_size, I = d.info.intermediate_size, V = d.info.vocab_size;
   const int64_t qw = d.info.num_heads * d.info.head_dim, kw = d.info.num_kv_heads * d.info.head_dim;
   d.attention = attention_config(d.info, c, 0, options);

@@ -64,7 +64,7 @@ Qwen3NextShape read_shape(const Config& root, const Config& c, const LoadOptions
   const int64_t H = info.hidden_size, D = info.head_dim;
   if (H <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.num_kv_heads <= 0 || D <= 0 || info.vocab_size <= 0)
     throw LoadError(c.source() + ": sizes (hidden_size, num_*, head_dim, vocab_size) must be positive");
-  s.rope = read_rope(c, D);
+  s.rope = read_rope(c, D, rotary_share("qwen3_next"));
 
   GatedDeltaNetConfig& dc = s.dc;
   dc.hidden = H;

@@ -57,14 +57,13 @@ Shape read_common(const Config& root, const Config& c, const LoadOptions& option
   s.info = read_dense_model_info(root, c, options, model_type);
   s.eps = float(c.get_float_or("rms_norm_eps", eps));
   s.act = parse_activation(c.get_string_or("hidden_act", "silu"));
-  s.rope = read_rope(c, s.info.head_dim);
+  s.rope = read_rope(c, s.info.head_dim, rotary_share(model_type));
   return s;
 }
 
 Shape read_glm4_moe(const Config& root, const LoadOptions& options) {
   const Config c = root.text_config();
   Shape s = read_common(root, c, options, "glm4_moe", 1e-5);
-  if (!names_partial_rotary(c)) s.rope.rotary_dim = s.info.head_dim / 2;  // Glm4MoeConfig's default of 0.5
   s.qk_norm = c.get_bool_or("use_qk_norm", false) ? QkNorm::per_head : QkNorm::none;
   s.attention_bias = c.get_bool_or("attention_bias", false);
   s.first_dense = c.get_int_or("first_k_dense_replace", 1);
