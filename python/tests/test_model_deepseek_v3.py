@@ -30,10 +30,11 @@ def _config(kind):
             routed_scaling_factor=2.5, rope_interleave=True,
             rope_scaling=dict(type="yarn", factor=4.0, original_max_position_embeddings=128, mscale=0.9,
                               mscale_all_dim=0.7, beta_fast=32, beta_slow=1), **common)
-    if kind == "plain_q":  # q_proj without LoRA, default RoPE in the half layout, raw top-k weights
+    if kind == "plain_q":  # q_proj without LoRA, default RoPE in the half layout, raw top-k weights; a large
+        # rms_norm_eps, which the latent norms do not take (transformers builds them with 1e-6)
         return transformers.DeepseekV3Config(
             num_hidden_layers=2, q_lora_rank=None, attention_bias=False, n_shared_experts=2, norm_topk_prob=False,
-            routed_scaling_factor=1.5, rope_interleave=False, **common)
+            routed_scaling_factor=1.5, rope_interleave=False, **{**common, "rms_norm_eps": 1e-2})
     raise ValueError(kind)
 
 

@@ -29,12 +29,13 @@ def _config(kind):
             topk_group=1, n_shared_experts=1, routed_scaling_factor=2.5, first_k_dense_replace=1,
             linear_attn_config=dict(head_dim=16, num_heads=4, short_conv_kernel_size=4, kda_layers=[1, 2, 4],
                                     full_attn_layers=[3]), **common)
-    if kind == "dense_qlora":  # every layer dense, q LoRA in the MLA layer, MLA first, conv kernel 3
+    if kind == "dense_qlora":  # every layer dense, q LoRA in the MLA layer, MLA first, conv kernel 3; a large
+        # rms_norm_eps, which the MLA's latent norms do not take (transformers builds them with 1e-6)
         return transformers.KimiLinearConfig(
             q_lora_rank=24, moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2,
             first_k_dense_replace=4, linear_attn_config=dict(
                 head_dim=32, num_heads=2, short_conv_kernel_size=3, kda_layers=[2, 3, 4], full_attn_layers=[1]),
-            **common)
+            **{**common, "rms_norm_eps": 1e-2})
     if kind == "dense_qlora_gguf":  # dense_qlora with as many KDA heads as attention heads, as kimi-linear holds
         return transformers.KimiLinearConfig(
             q_lora_rank=24, moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2,

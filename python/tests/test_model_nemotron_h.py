@@ -50,6 +50,18 @@ _randomize = checks.randomize_ssm
 checks.define_family_tests(globals(), _config, ["biased_grouped"], _randomize, VOCAB)
 
 
+def test_dt_is_clamped_by_time_step_min_not_time_step_limit(case, tmp_path):
+    """transformers' Nemotron-H clamps softplus(dt) to (time_step_min, inf) and never reads time_step_limit."""
+    import torch
+    kind, ref, m, ids, want = case
+    d = edits.copy_with(m.directory, tmp_path / "clamped",
+                        config_edit=lambda c: c.update(time_step_min=1.0, time_step_limit=[0.05, 0.3]))
+    clamped = checks.meaningful_logits(transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval(),
+                                       ids)
+    assert abs(clamped - want).max() > 1e-2  # the clamp bites
+    checks.check_full_prompt(Model.load(d), ids, clamped, VOCAB)
+
+
 def test_inspect_lists_each_layer_kind(case):
     kind, ref, m, ids, want = case
     info = m.inspect()

@@ -98,6 +98,7 @@ void nemotron_h_config(JsonObject& c, const Meta& m, bool moe) {
   c.add_int("head_dim", m.has("attention.key_length") ? m.positive("attention.key_length") : hidden / h.q);
   if (m.has("context_length")) c.add_int("max_position_embeddings", m.i("context_length"));
   add_mamba2(c, m, {"mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"});
+  c.add_float("time_step_min", 0.0);  // llama.cpp's scan clamps no dt
   c.add_float("layer_norm_epsilon", m.eps());
   c.add_bool("use_conv_bias", any_block_has(m.f, "ssm_conv1d.bias"));
   c.add_bool("use_bias", any_block_has(m.f, "ssm_in.bias"));

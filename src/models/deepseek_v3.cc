@@ -35,7 +35,7 @@ DeepseekShape read_shape(const Config& c, const LoadOptions& options) {
   ModelInfo& info = s.info = read_mla_model_info(c, options, 0);
   s.eps = float(c.get_float_or("rms_norm_eps", 1e-6));
   s.act = parse_activation(c.get_string_or("hidden_act", "silu"));
-  const MlaConfig& mc = s.mc = read_mla_config(c, info, s.eps, options);
+  const MlaConfig& mc = s.mc = read_mla_config(c, info, options);
   if (info.hidden_size <= 0 || info.num_layers <= 0 || info.num_heads <= 0 || info.vocab_size <= 0 ||
       mc.kv_lora_rank <= 0 || mc.qk_nope_head_dim <= 0 || mc.qk_rope_head_dim <= 0 || mc.v_head_dim <= 0 ||
       mc.q_lora_rank < 0)

@@ -88,7 +88,7 @@ KimiShape read_shape(const Config& c, const LoadOptions& options) {
   if (act_name != "silu") throw LoadError(c.source() + ": key 'hidden_act': the KDA short conv supports only silu");
 
   // No RoPE, hence no YaRN mscale either: the plain (dn + dr)^-0.5 softmax scale.
-  s.mc = read_mla_config(c, info, eps, options);
+  s.mc = read_mla_config(c, info, options);
   s.mc.rope = false;  // Kimi Linear's MLA layers carry no positional encoding (NoPE)
   const MlaConfig& mc = s.mc;
 

@@ -29,7 +29,7 @@ ModelInfo read_mla_model_info(const Config& c, const LoadOptions& options, int64
   return info;
 }
 
-MlaConfig read_mla_config(const Config& c, ModelInfo& info, float norm_eps, const LoadOptions& options) {
+MlaConfig read_mla_config(const Config& c, ModelInfo& info, const LoadOptions& options) {
   MlaConfig mc;
   mc.hidden = info.hidden_size;
   mc.num_heads = info.num_heads;
@@ -38,7 +38,7 @@ MlaConfig read_mla_config(const Config& c, ModelInfo& info, float norm_eps, cons
   mc.qk_nope_head_dim = c.get_int("qk_nope_head_dim");
   mc.qk_rope_head_dim = c.get_int("qk_rope_head_dim");
   mc.v_head_dim = c.get_int("v_head_dim");
-  mc.norm_eps = norm_eps;
+  mc.norm_eps = 1e-6f;
   mc.scale = float(1.0 / std::sqrt(double(mc.qk_head_dim())));
   info.head_dim = mc.qk_head_dim();
   return mc;

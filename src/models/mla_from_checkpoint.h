@@ -21,8 +21,10 @@ ModelInfo read_mla_model_info(const Config& c, const LoadOptions& options, int64
 
 // q_lora_rank (absent: 0, a plain q_proj), kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, the
 // load's cache block size and the plain softmax scale (dn + dr)^-0.5; sets info.head_dim to dn + dr. Sizes are
-// not validated here: each builder checks them together with its own fields, in one message.
-MlaConfig read_mla_config(const Config& c, ModelInfo& info, float norm_eps, const LoadOptions& options);
+// not validated here: each builder checks them together with its own fields, in one message. The latent norms
+// (q_a_layernorm, kv_a_layernorm) take 1e-6, the epsilon transformers' DeepSeek and Kimi classes build them with
+// whatever rms_norm_eps says (llama.cpp takes the file's; every release has 1e-6).
+MlaConfig read_mla_config(const Config& c, ModelInfo& info, const LoadOptions& options);
 
 // DeepSeek's RoPE on the qk_rope_head_dim channels (rope_interleave, default true: channel pairs 2i / 2i+1).
 // Under a scaled rope with mscale_all_dim, transformers multiplies the softmax scale by

@@ -6,6 +6,8 @@
 // reads as tied). Nemotron 3's MoE layers ("E") route as DeepSeek-V3 does (sigmoid scores, correction bias, groups)
 // over ungated relu² experts mixer.experts.<e>.{up,down}_proj plus one shared relu² MLP mixer.shared_experts
 // (NemotronHMoe); a latent projection (moe_latent_size) is refused.
+#include <cmath>
+
 #include "layers/activations.h"
 #include "layers/deepseek_moe.h"
 #include "layers/mlp.h"
@@ -59,6 +61,12 @@ NemotronHShape read_shape(const Config& root, const Config& c, const LoadOptions
   s.eps = float(c.get_float_or("layer_norm_epsilon", 1e-5));
   s.act = parse_activation(c.get_string_or("mlp_hidden_act", "relu2"));
   s.mc = read_hybrid_mamba2(c, info.hidden_size, s.eps, kNemotronMamba);
+  // transformers' Nemotron-H clamps dt to (time_step_min, inf) and never reads time_step_limit.
+  const double dt_min = c.get_float_or("time_step_min", 0.001);
+  if (!(dt_min >= 0 && std::isfinite(dt_min)))
+    throw LoadError(c.source() + ": key 'time_step_min': must be finite and >= 0");
+  s.mc.dt_min = float(dt_min);
+  s.mc.dt_max = INFINITY;
   s.ac = model_attention_config(info, 0, options);
   return s;
 }
