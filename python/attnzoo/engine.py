@@ -38,7 +38,10 @@ class SamplingParams:
     {"name": ..., "schema": {...}, "strict": true}}, or {"type": "json_schema", "schema": {...}}: each sample's
     text validates against the schema (the subset engine/json_schema.h lists; anything else raises ValueError
     naming the keyword) and the sample ends as the document does. skip_special_tokens (vLLM's): special tokens
-    are left out of the text (their ids stay in token_ids); False writes them as the tokenizer spells them."""
+    are left out of the text (their ids stay in token_ids); False writes them as the tokenizer spells them.
+    min_tokens (vLLM's): until a sample has that many tokens its EOS ids (ignore_eos or not) and stop_token_ids get
+    -inf logits, speculative verification included, and no stop string ends in their text; at most max_tokens
+    (ValueError naming min_tokens otherwise); logprobs stay the raw logits'."""
     max_tokens: int = 16
     temperature: float = 1.0
     top_p: float = 1.0
@@ -52,6 +55,7 @@ class SamplingParams:
     stop: List[str] = field(default_factory=list)
     stop_token_ids: List[int] = field(default_factory=list)
     ignore_eos: bool = False
+    min_tokens: int = 0
     logprobs: Optional[int] = None
     logit_bias: Optional[dict] = None
     response_format: object = "text"
@@ -90,6 +94,7 @@ class SamplingParams:
                     presence_penalty=float(self.presence_penalty), frequency_penalty=float(self.frequency_penalty),
                     seed=int(self.seed), max_tokens=int(self.max_tokens), n=int(self.n), stop=stop,
                     stop_token_ids=[int(t) for t in self.stop_token_ids], ignore_eos=bool(self.ignore_eos),
+                    min_tokens=int(self.min_tokens or 0),
                     logprobs=self.logprobs is not None, top_logprobs=int(self.logprobs or 0),
                     logit_bias=bias, response_format=fmt, json_schema=schema,
                     skip_special_tokens=bool(self.skip_special_tokens))

@@ -238,6 +238,17 @@ def sampling_params(model, do_sample=None, temperature=None, top_k=None, top_p=N
                                   None if repetition_penalty is None else float(repetition_penalty))
 
 
+def _min_new_tokens(model, min_new_tokens, prompt_tokens, max_new_tokens):
+    """The new tokens before which no EOS is drawn for a prompt of ``prompt_tokens``, as transformers reads them:
+    ``min_new_tokens`` when given, else the checkpoint's generation_config.json min_new_tokens, else its min_length
+    (which counts the prompt) less the prompt; at most ``max_new_tokens`` (which still ends generation first)."""
+    if min_new_tokens is not None and (isinstance(min_new_tokens, bool) or int(min_new_tokens) != min_new_tokens):
+        raise ValueError(f"min_new_tokens: must be an integer >= 0, got {min_new_tokens!r}")
+    n = _core.resolve_min_new_tokens(_model_path(model), None if min_new_tokens is None else int(min_new_tokens),
+                                     int(prompt_tokens))
+    return min(n, max(int(max_new_tokens), 0))
+
+
 def is_batch(prompts):
     """A list (or tuple, or 2-D array) of prompts rather than one prompt: texts, or sequences of ids."""
     if isinstance(prompts, (list, tuple)):
@@ -281,23 +292,27 @@ def _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature
 
 def generate_batch(model, tokenizer, prompts, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
                    top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0,
-                   seed=0, stop=None, eos_token_id=None, response_format=None):
+                   seed=0, stop=None, eos_token_id=None, response_format=None, min_new_tokens=None):
     """Several prompts at once through the serving engine (continuous batching over the ragged batch): one result
     per prompt, in order, each what ``generate`` returns for that prompt alone with the same arguments (text for a
     text prompt, new ids for ids). ``model``: an attnzoo Model. ``response_format``: as SamplingParams takes it
     ("json_object", {"type": "json_schema", "json_schema": {"schema": ...}}): JSON mode / structured outputs."""
+    import dataclasses
     from .engine import Engine, SamplingParams
     prompts = list(prompts)
     all_ids = [_checked_prompt(model, tokenizer, p, f"prompt_or_ids[{i}]") for i, p in enumerate(prompts)]
     stops, p = _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature, top_k, top_p, min_p,
                              repetition_penalty, presence_penalty, frequency_penalty, seed)
+    # Per prompt: a checkpoint's min_length counts the prompt.
+    minimums = [_min_new_tokens(model, min_new_tokens, len(ids), max_new_tokens) for ids in all_ids]
     if int(max_new_tokens) == 0:
         return ["" if isinstance(q, str) else [] for q in prompts]
     params = SamplingParams(max_tokens=int(max_new_tokens), stop=stops, response_format=response_format or "text",
                             **p)
     params._core_kwargs()  # a bad response_format is a ValueError before the engine starts
     with Engine(model, eos_token_ids=eos_token_id, tokenizer=tokenizer) as engine:
-        streams = [engine.add_request(ids, params) for ids in all_ids]
+        streams = [engine.add_request(ids, dataclasses.replace(params, min_tokens=m))
+                   for ids, m in zip(all_ids, minimums)]
         outs = []
         for stream in streams:
             ids, text, error = [], "", None
@@ -332,7 +347,7 @@ def _speculative_args(config):
 def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
              top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0, seed=0,
              stop=None, eos_token_id=None, stream=None, native=None, speculative_config=None,
-             skip_special_tokens=True):
+             skip_special_tokens=True, min_new_tokens=None):
     """Continue a prompt.
 
     ``prompt_or_ids``: text (needs ``tokenizer``; returns the new text) or token ids (returns the list of new
@@ -346,6 +361,11 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
     Sampling (``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``min_p``, ``repetition_penalty``; None: not
     given) resolves as in ``attnzoo generate``: see ``sampling_params`` (the checkpoint's generation_config.json,
     greedy by default, ``temperature=0`` greedy).
+
+    ``min_new_tokens`` (transformers' name; vLLM's min_tokens): no EOS id is drawn (its logits are -inf, so greedy
+    takes the best other token) and no stop string ends before that many new tokens exist. None: the checkpoint's
+    generation_config.json min_new_tokens, else its min_length less the prompt, else 0. ``max_new_tokens`` and
+    the context still end generation first, as in transformers.
 
     ``native``: run the C++ loop (attnzoo models and tokenizers only; no Python between tokens). Default: when
     possible. The Python loop serves any object with the model API. Both draw the same tokens for a seed.
@@ -366,6 +386,7 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
     stops, params = _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature, top_k, top_p, min_p,
                                   repetition_penalty, presence_penalty, frequency_penalty, seed)
     eos = _eos_ids(model, tokenizer, eos_token_id)
+    min_new = _min_new_tokens(model, min_new_tokens, len(ids), max_new_tokens)
     spec = _speculative_args(speculative_config)
     parts = _native_parts(model, tokenizer, stream) if native in (None, True) else None
     if spec and parts is None:
@@ -379,7 +400,7 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
                              params["top_k"], params["top_p"], params["min_p"], params["repetition_penalty"],
                              params["presence_penalty"], params["frequency_penalty"], params["seed"],
                              int(max_new_tokens), sorted(eos), stops, stream, **spec,
-                             skip_special_tokens=bool(skip_special_tokens))
+                             skip_special_tokens=bool(skip_special_tokens), min_new_tokens=min_new)
         return out["text"] if text_in else list(out["tokens"])
     sampler = Sampler(**params)
     matcher = _core.StopStringMatcher(stops)
@@ -403,13 +424,17 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
     while True:
         if max_positions and len(context) >= max_positions:
             break
-        token = sampler.sample(_last_row(logits), np.asarray(context, dtype=np.int32))
+        row = _last_row(logits)
+        if len(new_ids) < min_new:
+            row = row.copy()  # the model's own array is left as it gave it
+            row[[i for i in eos if 0 <= i < row.shape[0]]] = -np.inf
+        token = sampler.sample(row, np.asarray(context, dtype=np.int32))
         new_ids.append(token)
         context.append(token)
         if token in eos:
             break
         if text is not None:
-            piece, stopped = matcher.push(text.push(token))
+            piece, stopped = matcher.push(text.push(token), len(new_ids) > min_new)
             emit(piece)
             if stopped:
                 break
@@ -419,7 +444,7 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
             break
         logits = forward(np.asarray([token], dtype=np.int32), seq)
     if text is not None and not stopped:
-        piece, stopped = matcher.push(text.flush())
+        piece, stopped = matcher.push(text.flush(), len(new_ids) > min_new)
         emit(piece)
         if not stopped:
             emit(matcher.flush())

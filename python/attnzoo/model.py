@@ -162,8 +162,8 @@ class Model:
         Sampling defaults are the checkpoint's generation_config.json (transformers' rules: greedy unless it sets
         do_sample), overridden by the arguments given, exactly as ``attnzoo generate`` resolves them (see
         attnzoo.generate.sampling_params). Other arguments (presence_penalty, frequency_penalty, eos_token_id,
-        native) as in attnzoo.generate.generate, which this calls with the directory's tokenizer; unknown
-        keywords are a TypeError naming them. ``response_format`` ("json_object", or {"type": "json_schema",
+        min_new_tokens, native) as in attnzoo.generate.generate, which this calls with the directory's tokenizer;
+        unknown keywords are a TypeError naming them. ``response_format`` ("json_object", or {"type": "json_schema",
         "json_schema": {"schema": {...}}}) holds the answer to JSON / the schema: it runs on the serving engine, as
         a list of prompts does (no ``stream``).
         """
@@ -217,12 +217,13 @@ class Model:
 
     def chat(self, messages, max_new_tokens=256, do_sample=None, temperature=None, top_k=None, top_p=None,
              min_p=None, repetition_penalty=None, seed=0, stop=None, stream=None, eos_token_id=None,
-             reasoning_parser=None, **template_kwargs):
+             reasoning_parser=None, min_new_tokens=None, **template_kwargs):
         """The assistant's reply to ``messages`` (a list of {"role", "content"} dicts) as text.
 
         The conversation goes through the checkpoint's chat template with the assistant header added; the reply
         ends at EOS or at the template's end-of-turn token (<|im_end|>, <|eot_id|>, ...). ``stream`` gets each
-        new piece of text. Sampling defaults as in generate. template_kwargs become template variables.
+        new piece of text. Sampling defaults (and ``min_new_tokens``: no end of turn before that many new tokens) as
+        in generate. template_kwargs become template variables.
 
         The reply is a ``ChatReply``, a str with a ``reasoning_content`` attribute (None where the model wrote no
         thinking apart from its answer). gpt-oss (a harmony template) answers in channels: the reply is the final
@@ -258,7 +259,7 @@ class Model:
         ends = {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
         args = dict(max_new_tokens=max_new_tokens, do_sample=do_sample, temperature=temperature, top_k=top_k,
                     top_p=top_p, min_p=min_p, repetition_penalty=repetition_penalty, seed=seed, stop=stop,
-                    eos_token_id=eos_token_id)
+                    eos_token_id=eos_token_id, min_new_tokens=min_new_tokens)
         if not harmony and reasoning_parser is not None:
             return self._chat_thinking(ids, reasoning_parser, stream, args)
         if not harmony:

@@ -119,11 +119,13 @@ void bind_engine(nb::module_& m) {
   nb::class_<StopStringMatcher>(m, "StopStringMatcher")
       .def(nb::init<std::vector<std::string>>(), nb::arg("stops"))
       .def("push",
-           [](StopStringMatcher& m, const std::string& piece) {
-             auto step = m.push(piece);
+           [](StopStringMatcher& m, const std::string& piece, bool can_end) {
+             auto step = m.push(piece, can_end);
              return std::make_pair(step.text, step.stopped);
            },
-           nb::arg("piece"), "Returns (text safe to emit, whether a stop string completed).")
+           nb::arg("piece"), nb::arg("can_end") = true,
+           "Returns (text safe to emit, whether a stop string completed); can_end=False: no stop string may end in "
+           "this piece (a minimum length's text), though one may begin there.")
       .def("flush", &StopStringMatcher::flush);
 
   // The C++ generation loop over a loaded model (and tokenizer, for text and stop strings). `stream` is called
@@ -135,11 +137,12 @@ void bind_engine(nb::module_& m) {
            std::vector<int32_t> eos_token_ids, std::vector<std::string> stop, nb::object stream,
            const std::string& speculative, int64_t num_speculative_tokens, int64_t prompt_lookup_min,
            int64_t prompt_lookup_max, const Model* draft_model, bool checkpoint_each_token,
-           bool skip_special_tokens) {
+           bool skip_special_tokens, int64_t min_new_tokens) {
           GenerationOptions o;
           o.sampling = make_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
                                    frequency_penalty, seed);
           o.max_new_tokens = max_new_tokens;
+          o.min_new_tokens = min_new_tokens;
           o.eos_token_ids = std::move(eos_token_ids);
           o.stop = std::move(stop);
           const TensorView v = as_view(ids, "ids");
@@ -193,7 +196,8 @@ void bind_engine(nb::module_& m) {
         nb::arg("stop"), nb::arg("stream").none(), nb::arg("speculative") = "none",
         nb::arg("num_speculative_tokens") = int64_t(0), nb::arg("prompt_lookup_min") = int64_t(1),
         nb::arg("prompt_lookup_max") = int64_t(3), nb::arg("draft_model").none() = nb::none(),
-        nb::arg("checkpoint_each_token") = false, nb::arg("skip_special_tokens") = true);
+        nb::arg("checkpoint_each_token") = false, nb::arg("skip_special_tokens") = true,
+        nb::arg("min_new_tokens") = int64_t(0));
 
   m.def("load_eos_token_ids", &load_eos_token_ids, nb::arg("model_dir"),
         "EOS ids from generation_config.json, else config.json (empty list when neither names one).");
@@ -215,6 +219,10 @@ void bind_engine(nb::module_& m) {
         nb::arg("top_p").none(), nb::arg("min_p").none(), nb::arg("repetition_penalty").none(),
         "The sampling values every front end uses: the checkpoint's generation_config.json (model_path '' for "
         "none), the arguments given winning (engine/sampling_defaults.h).");
+  m.def("resolve_min_new_tokens", &resolve_min_new_tokens, nb::arg("model_path"), nb::arg("min_new_tokens").none(),
+        nb::arg("prompt_tokens"),
+        "The new tokens before which EOS may not be drawn: min_new_tokens when given, else the checkpoint's "
+        "generation_config.json min_new_tokens, else its min_length less the prompt (engine/sampling_defaults.h).");
   m.def(
       "default_eos_ids",
       [](const std::string& model_path, const std::shared_ptr<const tok::Tokenizer>& tokenizer,

@@ -309,7 +309,7 @@ void bind_serving(nb::module_& m) {
               float frequency_penalty, uint64_t seed, int64_t max_tokens, int64_t n, std::vector<std::string> stop,
               std::vector<int32_t> stop_token_ids, bool ignore_eos, bool logprobs, int64_t top_logprobs,
               std::vector<std::pair<int32_t, float>> logit_bias, const std::string& response_format,
-              const std::string& json_schema, bool skip_special_tokens) {
+              const std::string& json_schema, bool skip_special_tokens, int64_t min_tokens) {
              Request r;
              r.prompt = std::move(prompt);
              auto& p = r.params;
@@ -320,6 +320,7 @@ void bind_serving(nb::module_& m) {
              p.stop = std::move(stop);
              p.stop_token_ids = std::move(stop_token_ids);
              p.ignore_eos = ignore_eos;
+             p.min_tokens = min_tokens;
              p.logprobs = logprobs;
              p.top_logprobs = top_logprobs;
              p.logit_bias = std::move(logit_bias);
@@ -340,7 +341,7 @@ void bind_serving(nb::module_& m) {
            nb::arg("seed"), nb::arg("max_tokens"), nb::arg("n"), nb::arg("stop"), nb::arg("stop_token_ids"),
            nb::arg("ignore_eos"), nb::arg("logprobs"), nb::arg("top_logprobs"),
            nb::arg("logit_bias") = std::vector<std::pair<int32_t, float>>(), nb::arg("response_format") = "text",
-           nb::arg("json_schema") = "", nb::arg("skip_special_tokens") = true)
+           nb::arg("json_schema") = "", nb::arg("skip_special_tokens") = true, nb::arg("min_tokens") = int64_t(0))
       .def("abort", &Engine::abort, nb::arg("request_id"))
       .def("stats", [](const Engine& e) { return stats_dict(e.stats()); })
       .def("stop", &Engine::stop, nb::call_guard<nb::gil_scoped_release>())

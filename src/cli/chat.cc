@@ -186,6 +186,7 @@ int run_chat(const std::vector<std::string>& args) {
     history.push_back(ChatFormat::message("user", line));
     const std::vector<int32_t> prompt = format.prompt_ids(chat::Value::list(history), true);
     GenerationOptions turn = options;
+    turn.min_new_tokens = min_new_tokens(flags, int64_t(prompt.size()));  // min_length counts the whole history
     try {  // the conversation so far must leave room for an answer, as in `generate`
       std::fputs(fit_in_context(flags, "chat", model->info().max_position_embeddings, int64_t(prompt.size()),
                                 turn.max_new_tokens).c_str(), stderr);

@@ -142,6 +142,7 @@ int run_generate(const std::vector<std::string>& args) {
   } else {
     prompt = tokenizer->encode(a.prompt, a.add_special);
   }
+  options.min_new_tokens = min_new_tokens(a.flags, int64_t(prompt.size()));
   // Never a silent run past the positions the model was trained for: a prompt that does not fit is an error; a
   // generation that would overrun is shortened, and says so.
   const std::string notice = fit_in_context(a.flags, "generate", model->info().max_position_embeddings,

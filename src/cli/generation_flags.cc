@@ -15,7 +15,8 @@
 namespace attnzoo::cli {
 
 const char* kGenerationFlagsUsage =
-    "[-n|--max-new-tokens|--n-predict 128] [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
+    "[-n|--max-new-tokens|--n-predict 128] [--min-tokens N (no EOS before N new tokens)]\n"
+    "         [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
     "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
     "         [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium] [--batch-invariant]\n"
     "         [--stop STR]...\n"
@@ -33,6 +34,10 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
   if (s == "-m" || s == "--model") a.model = value();
   // llama.cpp's spellings (--n-predict, --temp, --repeat-penalty) as aliases: same meaning, same flag.
   else if (s == "-n" || s == "--max-new-tokens" || s == "--n-predict") a.max_new_tokens = parse_number<int64_t>(s, value());
+  else if (s == "--min-tokens") {
+    a.min_tokens = parse_number<int64_t>(s, value());
+    require(*a.min_tokens >= 0, s.c_str(), "must be >= 0, got " + std::to_string(*a.min_tokens));
+  }
   else if (s == "--temperature" || s == "--temp") a.temperature = parse_number<float>(s, value());
   else if (s == "--top-k") a.top_k = parse_number<int64_t>(s, value());
   else if (s == "--top-p") a.top_p = parse_number<float>(s, value());
@@ -134,8 +139,17 @@ GenerationOptions generation_options(const GenerationFlags& a) {
   p.seed = a.seed;
   p.validate();
   options.max_new_tokens = a.max_new_tokens;
+  // As vLLM refuses min_tokens past max_tokens; a minimum from the checkpoint is cut by -n instead (transformers).
+  require(!a.min_tokens || *a.min_tokens <= a.max_new_tokens, "--min-tokens",
+          "must be <= -n (" + std::to_string(a.max_new_tokens) + "), got " + std::to_string(a.min_tokens.value_or(0)));
+  // Read once here, so a bad value in generation_config.json fails before the model loads, not at the first turn.
+  options.min_new_tokens = min_new_tokens(a, 0);
   options.stop = a.stop;
   return options;
+}
+
+int64_t min_new_tokens(const GenerationFlags& a, int64_t prompt_tokens) {
+  return resolve_min_new_tokens(a.model, a.min_tokens, prompt_tokens);
 }
 
 }  // namespace attnzoo::cli

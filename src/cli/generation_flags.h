@@ -18,6 +18,9 @@ namespace attnzoo::cli {
 struct GenerationFlags {
   std::string model, dtype = "auto";
   int64_t max_new_tokens = 128;
+  // vLLM's min_tokens: EOS is not drawn before this many new tokens; unset: generation_config.json's
+  // min_new_tokens / min_length (sampling_defaults.h), as transformers reads them.
+  std::optional<int64_t> min_tokens;
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<int64_t> top_k;
   float presence_penalty = 0.f, frequency_penalty = 0.f;
@@ -79,7 +82,12 @@ std::string fit_in_context(const GenerationFlags& flags, const std::string& comm
 LoadOptions load_options(const GenerationFlags& flags);
 
 // Sampling from resolve_sampling (engine/sampling_defaults.h: the checkpoint's generation_config.json, the flags
-// winning), as Model.generate resolves it. EOS ids from the checkpoint (else the tokenizer's).
+// winning), as Model.generate resolves it. EOS ids from the checkpoint (else the tokenizer's). ArgumentError
+// naming --min-tokens past -n.
 GenerationOptions generation_options(const GenerationFlags& flags);
+
+// GenerationOptions::min_new_tokens for a prompt of `prompt_tokens`: --min-tokens, else the checkpoint's
+// (resolve_min_new_tokens: its min_length counts the prompt).
+int64_t min_new_tokens(const GenerationFlags& flags, int64_t prompt_tokens);
 
 }  // namespace attnzoo::cli

@@ -41,6 +41,8 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
                           TextStream* text, const TextCallback& on_text) {
   require(!prompt.empty(), "prompt", "is empty: generation needs at least one token to condition on");
   require(options.max_new_tokens >= 0, "max_new_tokens", "must be >= 0, got " + std::to_string(options.max_new_tokens));
+  require(options.min_new_tokens >= 0, "min_new_tokens",
+          "must be >= 0, got " + std::to_string(options.min_new_tokens));
   require(options.stop.empty() || text != nullptr, "stop", "stop strings need a tokenizer to decode the text");
   Sampler sampler(options.sampling);
   StopStringMatcher matcher(options.stop);
@@ -72,6 +74,12 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
 
   // Penalties look at everything the model has seen: the prompt and the tokens generated so far.
   std::vector<int32_t> context(prompt.begin(), prompt.end());
+  // Row i from `first_row` decides new token index + i (0-based): drawn with fewer than min_new_tokens before it,
+  // it may not be an EOS id. A verification pass bans each of its rows as the plain step there would.
+  const auto ban_ends = [&](float* first_row, int64_t index, int64_t rows) {
+    for (int64_t i = 0; i < rows && index + i < options.min_new_tokens; ++i)
+      suppress_tokens(std::span(first_row + i * vocab, size_t(vocab)), options.eos_token_ids);
+  };
   bool stopped_by_text = false;
   // Records one new token; true when generation ends with it.
   auto commit = [&](int32_t id) {
@@ -82,7 +90,7 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
       return true;
     }
     if (text) {
-      const auto step = matcher.push(text->push(id));
+      const auto step = matcher.push(text->push(id), int64_t(result.tokens.size()) > options.min_new_tokens);
       emit(step.text);
       if (step.stopped) {
         result.reason = StopReason::stop_string;
@@ -109,6 +117,7 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
       result.reason = StopReason::max_positions;
       break;
     }
+    if (!chosen) ban_ends(logits.data(), int64_t(result.tokens.size()), 1);
     const int32_t id = chosen ? *chosen : sampler.sample(logits, context);
     chosen.reset();
     if (commit(id)) break;
@@ -130,6 +139,7 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
       rows.resize(size_t((n + 1) * vocab));
       model.checkpoint();
       model.append_all(verify_tokens, rows);
+      ban_ends(rows.data(), int64_t(result.tokens.size()), n + 1);
       const std::vector<int32_t> kept = verify_proposal(rows, vocab, context, proposal, sampler);
       const int64_t accepted = int64_t(kept.size()) - 1;
       if (accepted < n) model.rollback(before + 1 + accepted);
@@ -149,7 +159,7 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
     ++result.decode_steps;
   }
   if (text && !stopped_by_text) {
-    const auto step = matcher.push(text->flush());
+    const auto step = matcher.push(text->flush(), int64_t(result.tokens.size()) > options.min_new_tokens);
     emit(step.text);
     if (step.stopped) {
       result.reason = StopReason::stop_string;

@@ -48,6 +48,10 @@ class TextStream {
 struct GenerationOptions {
   SamplingParams sampling;
   int64_t max_new_tokens = 128;
+  // transformers' min_new_tokens: until this many new tokens exist the EOS ids get -inf logits (speculative
+  // verification included), and no stop string ends in those tokens' text (vLLM's min_tokens). max_new_tokens and
+  // the model's positions still end generation first, as transformers lets them.
+  int64_t min_new_tokens = 0;
   std::vector<int32_t> eos_token_ids;  // front ends pass default_eos_ids (engine/stop.h)
   std::vector<std::string> stop;       // stop strings: need a TextStream
   // Polled before each decode step: true ends generation with StopReason::cancelled (an interrupt: Ctrl-C in
@@ -78,7 +82,7 @@ struct GenerationResult {
 using TextCallback = std::function<void(std::string_view)>;
 
 // Throws ArgumentError for an empty prompt ("prompt"), a prompt longer than model.max_positions() ("prompt"),
-// max_new_tokens < 0, or stop strings without `text`.
+// max_new_tokens < 0, min_new_tokens < 0, or stop strings without `text`.
 GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, const GenerationOptions& options,
                           TextStream* text = nullptr, const TextCallback& on_text = {});
 

@@ -150,6 +150,59 @@ TEST(Generate, BadArgumentsAreNamed) {
   EXPECT_TRUE(generate(model, prompt, greedy(0)).tokens.empty());
 }
 
+// transformers' min_new_tokens: the EOS id the model prefers third is banned, so greedy takes the best other token
+// (id 0: every other logit ties at 0) until five new tokens exist; EOS then ends generation as usual.
+TEST(Generate, MinNewTokensBansEosUntilThatManyTokensExist) {
+  CountingModel model(50);
+  auto o = greedy(20);
+  o.eos_token_ids = {99, 7};
+  const std::vector<int32_t> prompt = {4};
+  EXPECT_EQ(generate(model, prompt, o).tokens, (std::vector<int32_t>{5, 6, 7}));
+  o.min_new_tokens = 5;
+  const auto r = generate(model, prompt, o);
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{5, 6, 0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(r.reason, StopReason::eos);
+  o.min_new_tokens = 3;  // the third token is the last one banned
+  EXPECT_EQ(generate(model, prompt, o).tokens, (std::vector<int32_t>{5, 6, 0, 1, 2, 3, 4, 5, 6, 7}));
+  o.min_new_tokens = 2;
+  EXPECT_EQ(generate(model, prompt, o).tokens, (std::vector<int32_t>{5, 6, 7}));
+  // max_new_tokens still wins, as transformers lets it.
+  o.max_new_tokens = 4;
+  o.min_new_tokens = 10;
+  const auto capped = generate(model, prompt, o);
+  EXPECT_EQ(capped.tokens, (std::vector<int32_t>{5, 6, 0, 1}));
+  EXPECT_EQ(capped.reason, StopReason::max_new_tokens);
+  o.min_new_tokens = -1;
+  try {
+    generate(model, prompt, o);
+    FAIL() << "a negative min_new_tokens was accepted";
+  } catch (const ArgumentError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("min_new_tokens: must be >= 0", 0), 0u) << e.what();
+  }
+}
+
+// No stop string ends in the text of the first min_new_tokens tokens ("<6>" goes by); one that begins there and
+// ends after them stops generation ("7><8": token 8 is the fourth).
+TEST(Generate, StopStringsEndOnlyPastMinNewTokens) {
+  auto o = greedy(20);
+  o.stop = {"<6>", "7><8"};
+  const std::vector<int32_t> prompt = {4};
+  CountingModel plain_model(50);
+  PieceStream plain_text;
+  const auto plain = generate(plain_model, prompt, o, &plain_text);
+  EXPECT_EQ(plain.tokens, (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(plain.text, "<5>");
+  o.min_new_tokens = 3;
+  CountingModel model(50);
+  PieceStream text;
+  std::string streamed;
+  const auto r = generate(model, prompt, o, &text, [&](std::string_view s) { streamed += s; });
+  EXPECT_EQ(r.reason, StopReason::stop_string);
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{5, 6, 7, 8}));
+  EXPECT_EQ(r.text, "<5><6><");
+  EXPECT_EQ(streamed, r.text);
+}
+
 // The context window bounds every run: a huge max_new_tokens stops when prompt + new tokens fill the model's
 // positions (never feeding a position past the last), and a longer prompt is refused by name.
 TEST(Generate, StopsAtMaxPositionsAndRefusesLongerPrompts) {

@@ -8,6 +8,9 @@ namespace attnzoo {
 void RequestParams::validate() const {
   sampling.validate();
   require(max_tokens >= 1, "max_tokens", "must be >= 1, got " + std::to_string(max_tokens));
+  require(min_tokens >= 0, "min_tokens", "must be >= 0, got " + std::to_string(min_tokens));
+  require(min_tokens <= max_tokens, "min_tokens",
+          "must be <= max_tokens (" + std::to_string(max_tokens) + "), got " + std::to_string(min_tokens));
   require(n >= 1, "n", "must be >= 1, got " + std::to_string(n));
   require(top_logprobs >= 0, "top_logprobs", "must be >= 0, got " + std::to_string(top_logprobs));
   require(top_logprobs == 0 || logprobs, "top_logprobs", "needs logprobs");

@@ -1,6 +1,6 @@
 #pragma once
 // What a client asks the serving engine for (a Request: prompt ids and RequestParams) and what comes back while
-// it runs (RequestOutput, streamed step by step). The names follow vLLM / OpenAI: max_tokens, n, stop,
+// it runs (RequestOutput, streamed step by step). The names follow vLLM / OpenAI: max_tokens, min_tokens, n, stop,
 // stop_token_ids, ignore_eos, logprobs / top_logprobs, finish_reason "stop" / "length" / "abort".
 #include <chrono>
 #include <cstdint>
@@ -35,6 +35,11 @@ struct RequestParams {
   std::vector<std::string> stop;         // stop strings (need the engine's tokenizer); the text ends before one
   std::vector<int32_t> stop_token_ids;   // end a sample like EOS (the id counts as generated, its text is not shown)
   bool ignore_eos = false;               // keep going past the model's EOS ids (stop_token_ids still stop)
+  // vLLM's min_tokens: until a sample has this many new tokens, its EOS ids (ignore_eos or not, as vLLM) and
+  // stop_token_ids get -inf logits before sampling, verification included, and no stop string ends in the text of
+  // those tokens (one may begin there). Logprobs stay the raw logits', as vLLM v1 reports them. A JSON / schema
+  // document that closes earlier still ends the sample, and max_model_len may end it sooner ("length").
+  int64_t min_tokens = 0;
   bool logprobs = false;                 // report the chosen token's log-probability
   int64_t top_logprobs = 0;              // and this many most likely alternatives (needs logprobs)
   // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to the raw logits before the penalties and the
@@ -49,8 +54,9 @@ struct RequestParams {
   // tool_choice's calls); null: one document.
   std::shared_ptr<const JsonSequence> json_sequence;
 
-  // ArgumentError naming the field: max_tokens < 1, n < 1, top_logprobs < 0 or without logprobs, empty stop
-  // strings, logit_bias ids < 0 or biases outside [-100, 100], and whatever SamplingParams::validate rejects.
+  // ArgumentError naming the field: max_tokens < 1, min_tokens < 0 or > max_tokens, n < 1, top_logprobs < 0 or
+  // without logprobs, empty stop strings, logit_bias ids < 0 or biases outside [-100, 100], and whatever
+  // SamplingParams::validate rejects.
   void validate() const;
 };
 

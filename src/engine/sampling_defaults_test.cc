@@ -69,5 +69,38 @@ TEST(SamplingDefaults, ATemperatureAloneSamplesAGreedyCheckpoint) {
   EXPECT_FLOAT_EQ(resolve_sampling("", o).temperature, 0.7f);
 }
 
+// transformers' minimum length: min_new_tokens, else min_length less the prompt (it counts the prompt's tokens);
+// the caller's value wins; none without the file.
+TEST(SamplingDefaults, MinNewTokensComeFromGenerationConfig) {
+  EXPECT_EQ(resolve_min_new_tokens("", std::nullopt, 10), 0);
+  EXPECT_EQ(resolve_min_new_tokens("", 3, 10), 3);
+  testing::ScratchDir dir;
+  const auto gen = dir.path() / "generation_config.json";
+  testing::write_file(gen, std::string(R"({"do_sample": false})"));
+  EXPECT_EQ(resolve_min_new_tokens(dir.str(), std::nullopt, 10), 0);
+  testing::write_file(gen, std::string(R"({"min_length": 24})"));
+  EXPECT_EQ(resolve_min_new_tokens(dir.str(), std::nullopt, 10), 14);
+  EXPECT_EQ(resolve_min_new_tokens(dir.str(), std::nullopt, 30), 0);
+  testing::write_file(gen, std::string(R"({"min_length": 24, "min_new_tokens": 8})"));
+  EXPECT_EQ(resolve_min_new_tokens(dir.str(), std::nullopt, 10), 8);
+  EXPECT_EQ(resolve_min_new_tokens(dir.str(), 0, 10), 0);
+  testing::write_file(gen, std::string(R"({"min_length": 24, "min_new_tokens": null})"));
+  EXPECT_EQ(resolve_min_new_tokens(dir.str(), std::nullopt, 4), 20);
+  try {
+    resolve_min_new_tokens(dir.str(), -1, 4);
+    ADD_FAILURE() << "a negative min_new_tokens was taken";
+  } catch (const ArgumentError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("min_new_tokens: must be >= 0", 0), 0u) << e.what();
+  }
+  testing::write_file(gen, std::string(R"({"min_new_tokens": -2})"));
+  try {
+    resolve_min_new_tokens(dir.str(), std::nullopt, 4);
+    ADD_FAILURE() << "a negative min_new_tokens in the file was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("generation_config.json: min_new_tokens: must be >= 0"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace attnzoo

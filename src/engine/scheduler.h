@@ -103,9 +103,13 @@ class Scheduler {
   // sample_rows call where the logits are, then, in step order, each sample's token committed, the speculative
   // rows verified and the logprobs rows sampled on the host (on a GPU only those rows are copied down).
   void sample_step(const TensorView& logits, EngineClock::time_point now);
-  // The row a shaped sample (logit_bias, JSON mode) draws from, in shaped_row_; false with `why` set when JSON
-  // mode leaves no token to draw.
+  // The row a shaped sample (logit_bias, JSON mode, the ends min_tokens bans) draws from, in shaped_row_; false
+  // with `why` set when JSON mode leaves no token to draw.
   bool shape_row(const RequestState& r, const Sample& s, const float* row, std::string& why);
+  // How many of the rows deciding `s`'s next `rows` tokens come before its min_tokens (and there are ids to ban).
+  int64_t rows_banning_ends(const RequestState& r, const Sample& s, int64_t rows) const;
+  // Sets the ids that would end `s` (EOS, stop_token_ids) to -inf in `row`.
+  void ban_ends(const RequestState& r, std::span<float> row) const;
   // Records one new token of a sample (logprobs from its row), with the stop checks; finishes the sample if so.
   void commit_token(RequestState& r, Sample& s, int32_t token, std::span<const float> row, EngineClock::time_point now);
   // Up to num_speculative_tokens guesses for a decoding sample, within `budget` extra tokens; how many.
@@ -171,6 +175,7 @@ class Scheduler {
   std::once_flag json_trie_once_;
   std::vector<float> shaped_row_;
   std::vector<uint8_t> allowed_;
+  std::vector<float> verified_rows_;  // a verification's rows with min_tokens' bans (the raw ones give logprobs)
 };
 
 }  // namespace attnzoo

@@ -52,9 +52,9 @@ void Scheduler::sample_step(const TensorView& logits, EngineClock::time_point no
   // Verification and logprobs read whole rows on the host: on a GPU those rows alone come down, each into its
   // own place in logits_ (which forward_logits sized for every row).
   const float* host = on_device ? logits_.data() : logits.ptr<const float>();
-  const auto needs_host = [](const StepRow& e) {
+  const auto needs_host = [this](const StepRow& e) {
     const auto& p = e.request->request.params;
-    return e.verify_rows > 0 || p.logprobs || shapes_logits(p);
+    return e.verify_rows > 0 || p.logprobs || shapes_logits(p) || rows_banning_ends(*e.request, *e.sample, 1) > 0;
   };
   if (on_device) {
     const DeviceGuard on(logits.device);  // the model's device's stream: after its step
@@ -114,7 +114,8 @@ void Scheduler::sample_step(const TensorView& logits, EngineClock::time_point no
     } else {
       try {
         std::span<const float> draw(row, size_t(V));
-        if (shapes_logits(r.request.params) && shape_row(r, s, row, why)) draw = shaped_row_;
+        if ((shapes_logits(r.request.params) || rows_banning_ends(r, s, 1) > 0) && shape_row(r, s, row, why))
+          draw = shaped_row_;
         if (why.empty()) token = s.sampler->sample(draw, s.tokens);
       } catch (const std::exception& ex) {
         why = ex.what();
@@ -133,12 +134,14 @@ bool Scheduler::shape_row(const RequestState& r, const Sample& s, const float* r
   const auto& params = r.request.params;
   shaped_row_.assign(row, row + V);
   for (const auto& [id, bias] : params.logit_bias) shaped_row_[size_t(id)] += bias;
+  const bool too_short = rows_banning_ends(r, s, 1) > 0;
+  if (too_short) ban_ends(r, shaped_row_);
   if (!s.json && !s.schema) return true;
   int64_t count = s.json ? json_trie_->allowed(*s.json, allowed_) : json_trie_->allowed(*s.schema, allowed_);
   // The object is not complete while a sample draws (it ends as the object closes), so the ids that would end it
   // early go: the stop ids and the EOS ids (most are special tokens, empty in the trie anyway; not every one is).
   // A schema's document may be whole and still go on (a top-level number): there they are allowed instead.
-  const uint8_t end = s.schema && s.schema->can_end();
+  const uint8_t end = s.schema && s.schema->can_end() && !too_short;
   for (int32_t id : params.stop_token_ids) count += end - std::exchange(allowed_[size_t(id)], end);
   if (!params.ignore_eos)
     for (int32_t id : eos_)
@@ -150,6 +153,18 @@ bool Scheduler::shape_row(const RequestState& r, const Sample& s, const float* r
   }
   mask_row(shaped_row_, allowed_);
   return true;
+}
+
+int64_t Scheduler::rows_banning_ends(const RequestState& r, const Sample& s, int64_t rows) const {
+  const RequestParams& p = r.request.params;
+  if (eos_.empty() && p.stop_token_ids.empty()) return 0;
+  return std::clamp<int64_t>(p.min_tokens - s.generated, 0, rows);
+}
+
+void Scheduler::ban_ends(const RequestState& r, std::span<float> row) const {
+  // vLLM bans the EOS ids under ignore_eos too: min_tokens says when an end may be drawn, not whether it ends.
+  suppress_tokens(row, eos_);
+  suppress_tokens(row, r.request.params.stop_token_ids);
 }
 
 void Scheduler::commit_token(RequestState& r, Sample& s, int32_t token, std::span<const float> row,
@@ -175,7 +190,7 @@ void Scheduler::commit_token(RequestState& r, Sample& s, int32_t token, std::spa
   if (eos || stop_id) {
     reason = FinishReason::stop;
   } else if (s.decoder) {
-    const auto step = s.matcher->push(s.decoder->push(token));
+    const auto step = s.matcher->push(s.decoder->push(token), s.generated > params.min_tokens);
     s.delta.text += step.text;
     if (step.stopped) {
       s.stopped_by_text = true;
@@ -195,9 +210,9 @@ void Scheduler::commit_token(RequestState& r, Sample& s, int32_t token, std::spa
   if (reason) finish_sample(r, s, *reason);
 }
 
-void Scheduler::finish_sample(RequestState&, Sample& s, FinishReason reason) {
+void Scheduler::finish_sample(RequestState& r, Sample& s, FinishReason reason) {
   if (s.decoder && !s.stopped_by_text && reason != FinishReason::abort && reason != FinishReason::error) {
-    const auto step = s.matcher->push(s.decoder->finish());
+    const auto step = s.matcher->push(s.decoder->finish(), s.generated > r.request.params.min_tokens);
     s.delta.text += step.text;
     if (step.stopped)
       reason = FinishReason::stop;

@@ -56,8 +56,16 @@ void Scheduler::verify(RequestState& r, Sample& s, int64_t length_before, const 
                        EngineClock::time_point now) {
   const int64_t V = model_.info().vocab_size, n = int64_t(s.proposal.tokens.size());
   std::vector<int32_t> kept;
+  // min_tokens: row i decides the sample's token generated + i, banned as a plain step there would ban it; the
+  // rows as computed still give the logprobs.
+  std::span<const float> verified(rows, size_t((n + 1) * V));
+  if (const int64_t banned = rows_banning_ends(r, s, n + 1); banned > 0) {
+    verified_rows_.assign(verified.begin(), verified.end());
+    for (int64_t i = 0; i < banned; ++i) ban_ends(r, std::span(verified_rows_).subspan(size_t(i * V), size_t(V)));
+    verified = verified_rows_;
+  }
   try {
-    kept = verify_proposal(std::span(rows, size_t((n + 1) * V)), V, s.tokens, s.proposal, *s.sampler);
+    kept = verify_proposal(verified, V, s.tokens, s.proposal, *s.sampler);
     model_.rollback(*s.seq, length_before + int64_t(kept.size()));
     cache_->clear_checkpoints(*s.seq);
   } catch (const std::exception& e) {

@@ -58,7 +58,9 @@ class SchedulerTest : public ::testing::Test {
     g.sampling = p.sampling;
     g.sampling.seed += uint64_t(sample);
     g.max_new_tokens = p.max_tokens;
-    g.eos_token_ids = eos_;
+    g.min_new_tokens = p.min_tokens;
+    g.eos_token_ids = eos_;  // stop ids end (and are banned) as EOS does
+    g.eos_token_ids.insert(g.eos_token_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
     return generate(seq, prompt, g).tokens;
   }
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <random>
 
@@ -76,9 +77,11 @@ class TinyModel : public LogitsSource {
   int64_t checkpoint_ = 0;
 };
 
-// Every continuation of `new_tokens` tokens and its exact probability, token by token through the reference.
+// Every continuation of `new_tokens` tokens and its exact probability, token by token through the reference;
+// `banned` ids get -inf logits while fewer than `min_new_tokens` new tokens exist.
 std::map<std::vector<int32_t>, double> exact_joint(const TinyModel& m, const std::vector<int32_t>& prompt,
-                                                   int new_tokens, const SamplingParams& p) {
+                                                   int new_tokens, const SamplingParams& p,
+                                                   const std::vector<int32_t>& banned = {}, int min_new_tokens = 0) {
   std::map<std::vector<int32_t>, double> out;
   std::vector<float> logits(kVocab);
   std::function<void(std::vector<int32_t>&, std::vector<int32_t>&, double)> walk =
@@ -88,6 +91,8 @@ std::map<std::vector<int32_t>, double> exact_joint(const TinyModel& m, const std
           return;
         }
         m.row_for(ctx, logits.data());
+        if (int(gen.size()) < min_new_tokens)
+          for (int32_t id : banned) logits[size_t(id)] = -std::numeric_limits<float>::infinity();
         const auto probs = sampling_distribution_reference(logits, ctx, p);
         for (int32_t t = 0; t < kVocab; ++t) {
           if (probs[size_t(t)] == 0) continue;
@@ -106,10 +111,12 @@ std::map<std::vector<int32_t>, double> exact_joint(const TinyModel& m, const std
 enum class Kind { ngram, good_draft, bad_draft };
 
 GenerationResult run(TinyModel& target, Kind kind, const std::vector<int32_t>& prompt, const SamplingParams& p,
-                     int64_t n, int64_t k) {
+                     int64_t n, int64_t k, const std::vector<int32_t>& eos = {}, int64_t min_new_tokens = 0) {
   GenerationOptions o;
   o.sampling = p;
   o.max_new_tokens = n;
+  o.eos_token_ids = eos;
+  o.min_new_tokens = min_new_tokens;
   o.num_speculative_tokens = k;
   NgramProposer ngram(1, 3);
   // A good draft is the target with a little noise; a bad one is an unrelated, sharply peaked model.
@@ -308,6 +315,77 @@ TEST(Speculative, StopsExactlyAtEosAndMaxNewTokens) {
   o.max_new_tokens = 23;
   TinyModel m3(42, 1.5f);
   EXPECT_EQ(generate(m3, prompt, o).tokens, std::vector<int32_t>(want.begin(), want.begin() + 23));
+}
+
+// min_new_tokens bans the EOS ids in every verified row that decides a token before the minimum, so speculation
+// stays exact: greedy output is plain greedy's with the same minimum (the guesses, n-gram or draft, do not know
+// it), and a seeded n-gram run is token for token plain sampling's.
+TEST(Speculative, MinNewTokensIsExactUnderSpeculation) {
+  const std::vector<int32_t> prompt = {1, 2, 3, 1, 2, 4};
+  GenerationOptions plain = greedy(60);
+  const auto free_run = plain_greedy(prompt, plain);
+  plain.eos_token_ids = {free_run[2]};
+  ASSERT_LE(plain_greedy(prompt, plain).size(), 3u);
+  for (const int64_t min : {5, 17, 60}) {
+    plain.min_new_tokens = min;
+    const auto want = plain_greedy(prompt, plain);
+    ASSERT_GE(int64_t(want.size()), min);  // the ban changed the output: EOS came at the third token before
+    for (size_t i = 0; i < size_t(min) && i < want.size(); ++i) ASSERT_NE(want[i], plain.eos_token_ids[0]) << i;
+    for (Kind kind : {Kind::ngram, Kind::good_draft, Kind::bad_draft})
+      for (int64_t k : {1, 3, 5}) {
+        TinyModel target(42, 1.5f);
+        const GenerationResult r = run(target, kind, prompt, plain.sampling, 60, k, plain.eos_token_ids, min);
+        EXPECT_EQ(r.tokens, want) << "min " << min << " k " << k;
+        EXPECT_GT(r.speculative.draft_tokens, 0);
+      }
+  }
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    const SamplingParams p = params(seed % 2 ? 1.3f : 0.8f, seed % 3 == 0 ? 4 : 0, 1.f, 0.f, 1.f, seed);
+    GenerationOptions o;
+    o.sampling = p;
+    o.max_new_tokens = 24;
+    o.eos_token_ids = {1};
+    o.min_new_tokens = 10;
+    TinyModel m(42, 1.5f);
+    const auto want = generate(m, prompt, o).tokens;
+    for (int64_t k : {1, 4}) {
+      TinyModel target(42, 1.5f);
+      ASSERT_EQ(run(target, Kind::ngram, prompt, p, 24, k, o.eos_token_ids, 10).tokens, want) << "seed " << seed;
+    }
+  }
+}
+
+// Sampled with a draft's guesses, whose q never saw the ban, the joint distribution of 3 new tokens is the banned
+// target's: the rejection rule runs against the banned rows.
+TEST(SpeculativeStatistics, MinNewTokensSamplesTheBannedDistribution) {
+  TinyModel target(42, 1.5f);
+  const std::vector<int32_t> prompt = {1, 2, 3, 1, 2, 4, 1, 2};
+  const std::vector<int32_t> eos = {3};
+  const int new_tokens = 3, min_new_tokens = 2, draws = 12000;
+  for (Kind kind : {Kind::ngram, Kind::good_draft, Kind::bad_draft}) {
+    SCOPED_TRACE(kind == Kind::ngram ? "ngram" : kind == Kind::good_draft ? "good draft" : "bad draft");
+    const SamplingParams p0 = params(1.2f, 0, 0.95f, 0.f, 1.2f, 0);
+    const auto joint = exact_joint(target, prompt, new_tokens, p0, eos, min_new_tokens);
+    std::map<std::vector<int32_t>, size_t> cell;
+    std::vector<double> probs;
+    for (const auto& [seq, prob] : joint) cell[seq] = probs.size(), probs.push_back(prob);
+    std::vector<int64_t> counts(probs.size(), 0);
+    int64_t outside = 0, proposed = 0;
+    for (int i = 0; i < draws; ++i) {
+      SamplingParams p = p0;
+      p.seed = uint64_t(i) * 7919 + 5;
+      TinyModel fresh = target;
+      const GenerationResult r = run(fresh, kind, prompt, p, new_tokens, 2, eos, min_new_tokens);
+      ASSERT_EQ(int(r.tokens.size()), new_tokens);  // EOS may only come third, the last token anyway
+      proposed += r.speculative.draft_tokens;
+      const auto it = cell.find(r.tokens);
+      if (it == cell.end()) ++outside; else ++counts[it->second];
+    }
+    EXPECT_EQ(outside, 0) << "continuations the banned target can never produce";
+    EXPECT_GT(proposed, draws / 2);
+    const ChiSquare fit = chi_square_fit(counts, probs);
+    EXPECT_GT(fit.p_value, 1e-4) << "chi2 " << fit.statistic << " dof " << fit.dof;
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 
 #include "core/error.h"
 #include "loader/config.h"
@@ -82,7 +83,7 @@ size_t tag_overlap(std::string_view text, std::string_view marker) {
   return 0;
 }
 
-StopStringMatcher::Step StopStringMatcher::push(std::string_view piece) {
+StopStringMatcher::Step StopStringMatcher::push(std::string_view piece, bool can_end) {
   Step step;
   if (stopped_) return step;
   pending_.append(piece);
@@ -90,9 +91,13 @@ StopStringMatcher::Step StopStringMatcher::push(std::string_view piece) {
     step.text.swap(pending_);
     return step;
   }
-  // The earliest complete match wins (the text before it is what a reader saw first).
+  if (!can_end) cannot_end_ = pending_.size();
+  // The earliest complete match wins (the text before it is what a reader saw first); a match must end past
+  // cannot_end_.
   size_t first = std::string::npos;
-  for (const auto& s : stops_) first = std::min(first, pending_.find(s));
+  if (can_end)
+    for (const auto& s : stops_)
+      first = std::min(first, pending_.find(s, cannot_end_ >= s.size() ? cannot_end_ - s.size() + 1 : 0));
   if (first != std::string::npos) {
     step.text = pending_.substr(0, first);
     step.stopped = stopped_ = true;
@@ -102,15 +107,23 @@ StopStringMatcher::Step StopStringMatcher::push(std::string_view piece) {
   // Hold back the longest tail that is a proper prefix of some stop string.
   size_t hold = 0;
   for (const auto& s : stops_) hold = std::max(hold, tag_overlap(pending_, s));
-  step.text = pending_.substr(0, pending_.size() - hold);
-  pending_.erase(0, pending_.size() - hold);
+  const size_t emitted = pending_.size() - hold;
+  step.text = pending_.substr(0, emitted);
+  pending_.erase(0, emitted);
+  cannot_end_ = cannot_end_ > emitted ? cannot_end_ - emitted : 0;
   return step;
 }
 
 std::string StopStringMatcher::flush() {
   std::string out;
   out.swap(pending_);
+  cannot_end_ = 0;
   return out;
+}
+
+void suppress_tokens(std::span<float> logits, std::span<const int32_t> ids) {
+  for (int32_t id : ids)
+    if (id >= 0 && size_t(id) < logits.size()) logits[size_t(id)] = -std::numeric_limits<float>::infinity();
 }
 
 }  // namespace attnzoo

@@ -31,6 +31,10 @@ std::vector<int32_t> default_eos_ids(const std::string& model_path, const tok::T
 // harmony and tool-call readers).
 size_t tag_overlap(std::string_view text, std::string_view marker);
 
+// Sets the logits of `ids` (those inside the row) to -inf: how a minimum length (vLLM's min_tokens, transformers'
+// min_new_tokens) keeps the ids that would end generation from being drawn, greedy then taking the best other token.
+void suppress_tokens(std::span<float> logits, std::span<const int32_t> ids);
+
 // Finds stop strings in text that arrives piece by piece. Text that might be the start of a stop string is held
 // back until the next piece settles it, so the caller never streams a partial stop string it must then retract.
 class StopStringMatcher {
@@ -41,7 +45,9 @@ class StopStringMatcher {
     std::string text;      // safe to emit now
     bool stopped = false;  // a stop string completed: `text` ends just before it; feed nothing more
   };
-  Step push(std::string_view piece);
+  // can_end false: no stop string may end inside `piece` (the text of the tokens a minimum length asks for, as
+  // vLLM's detokenizer skips it), though one may begin there and end in a later piece.
+  Step push(std::string_view piece, bool can_end = true);
   // The held-back tail, once no more text will come.
   std::string flush();
   bool empty() const { return stops_.empty(); }
@@ -49,6 +55,7 @@ class StopStringMatcher {
  private:
   std::vector<std::string> stops_;
   std::string pending_;
+  size_t cannot_end_ = 0;  // the first bytes of pending_, in which no match may end
   bool stopped_ = false;
 };
 

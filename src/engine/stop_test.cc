@@ -57,6 +57,33 @@ TEST(StopStrings, EarliestOfSeveralWins) {
   EXPECT_THROW(StopStringMatcher({""}), ArgumentError);
 }
 
+// A minimum length (vLLM's min_tokens): no stop string ends in the text of the first tokens, whole or not, but one
+// that begins there and ends after them counts, as vLLM's detokenizer checks from min_tokens' text on.
+TEST(StopStrings, NoStopStringEndsInTextThatCannotEnd) {
+  StopStringMatcher m({"END", "ab"});
+  auto s = m.push("xxENDab", /*can_end=*/false);
+  EXPECT_FALSE(s.stopped);
+  EXPECT_EQ(s.text, "xxENDab");
+  s = m.push("yyE", false);
+  EXPECT_EQ(s.text, "yy");  // "E" may still begin a stop string that ends later
+  s = m.push("ND!", true);
+  EXPECT_TRUE(s.stopped);
+  EXPECT_EQ(s.text, "");
+  StopStringMatcher whole({"ab"});
+  EXPECT_EQ(whole.push("cab", false).text, "cab");
+  s = whole.push("zab", true);
+  EXPECT_TRUE(s.stopped);
+  EXPECT_EQ(s.text, "z");
+  StopStringMatcher tail({"abc"});
+  EXPECT_EQ(tail.push("xab", false).text, "x");
+  EXPECT_FALSE(tail.push("d", true).stopped);
+  EXPECT_EQ(tail.flush(), "");
+  StopStringMatcher held({"abc"});
+  EXPECT_EQ(held.push("ab", false).text, "");
+  EXPECT_EQ(held.flush(), "ab");  // once flushed, nothing of it is held against later text
+  EXPECT_TRUE(held.push("abc", true).stopped);
+}
+
 class EosFiles : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -358,6 +358,18 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
                         "messages");
     p.max_tokens = room;
   }
+  // vLLM's min_tokens (an extra field of both endpoints): refused past max_tokens, as vLLM does, rather than cut.
+  if (const Value* v = field(body, "min_tokens")) {
+    p.min_tokens = int_field(*v, "min_tokens", 0, INT64_MAX);
+    if (p.min_tokens > p.max_tokens)
+      throw bad_request("min_tokens: must be <= max_tokens (" + std::to_string(p.max_tokens) +
+                            (max_tokens ? ""
+                             : endpoint == Endpoint::chat_completions && limits.max_model_len > 0
+                                 ? ": what max_model_len leaves after the prompt"
+                                 : ": the default; set max_tokens") +
+                            "), got " + std::to_string(p.min_tokens),
+                        "min_tokens");
+  }
   try {
     p.validate();
   } catch (const ArgumentError& e) {

@@ -1,7 +1,7 @@
 // The bounds parse_request (server/openai_request.h) holds a hostile body to, before anything reaches the engine:
-// stop strings and stop_token_ids, logit_bias keys naming one token twice, the JSON values of a body, and large
-// bodies parsed a few at a time. Each refusal is a 400 naming the field; the other fields are checked over HTTP by
-// python/tests/test_serve.py.
+// stop strings and stop_token_ids, min_tokens within max_tokens, logit_bias keys naming one token twice, the JSON
+// values of a body, and large bodies parsed a few at a time. Each refusal is a 400 naming the field; the other fields
+// are checked over HTTP by python/tests/test_serve.py.
 #include "server/openai_request.h"
 
 #include <gtest/gtest.h>
@@ -82,6 +82,23 @@ TEST(ApiRequestLimits, StopTokenIdsAreBounded) {
             std::vector<int32_t>(size_t(l.max_stop_token_ids), 7));
   EXPECT_EQ(refusal(", \"stop_token_ids\": " + list_of(l.max_stop_token_ids + 1, "7")),
             "stop_token_ids: stop_token_ids: at most 256 ids, got 257");
+}
+
+// vLLM's min_tokens: an integer from 0 to max_tokens (given, or the default it names), 400s naming the field.
+TEST(ApiRequestLimits, MinTokensIsAtMostMaxTokens) {
+  EXPECT_EQ(completion(", \"min_tokens\": 2").request.params.min_tokens, 2);
+  EXPECT_EQ(completion(", \"min_tokens\": null").request.params.min_tokens, 0);
+  EXPECT_EQ(refusal(", \"min_tokens\": 3"), "min_tokens: min_tokens: must be <= max_tokens (2), got 3");
+  EXPECT_EQ(refusal(", \"min_tokens\": -1"), "min_tokens: min_tokens: must be in [0, 9223372036854775807], got -1");
+  EXPECT_EQ(refusal(", \"min_tokens\": 1.5"), "min_tokens: min_tokens: must be an integer");
+  EXPECT_EQ(refusal(", \"min_tokens\": \"4\""), "min_tokens: min_tokens: must be an integer");
+  try {
+    parse_request(Endpoint::completions, R"({"prompt": "ABC", "min_tokens": 17})", tokenizer(), nullptr, limits());
+    ADD_FAILURE() << "min_tokens past the default max_tokens was taken";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param, "min_tokens");
+    EXPECT_STREQ(e.what(), "min_tokens: must be <= max_tokens (16: the default; set max_tokens), got 17");
+  }
 }
 
 // "7" and "007" are two JSON keys but one token: their biases would add up past the documented [-100, 100].

@@ -1,9 +1,9 @@
 // The serving scheduler over a tiny Llama on a GPU, where each step's plain rows are sampled on the device and
 // only the ids come back (logprobs and verification rows are copied down alone). Against the same requests run
 // alone through the generation loop over a GPU copy of the model, which samples the copied-down rows on the host:
-// the same tokens, greedy and seeded, forks and logprobs included (the device sampler is the host's, and the
-// tiny model's logits have no near-ties). Against the CPU: the same greedy tokens up to a near-tie of the CPU's
-// own logits (bf16 on the GPU, f32 here). Skipped without a GPU.
+// the same tokens, greedy and seeded, forks, logprobs and min_tokens' banned rows included (the device sampler is
+// the host's, and the tiny model's logits have no near-ties). Against the CPU: the same greedy tokens up to a
+// near-tie of the CPU's own logits (bf16 on the GPU, f32 here). Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -113,6 +113,8 @@ std::vector<int32_t> alone(const Model& model, const Request& r, int64_t sample,
   g.sampling = r.params.sampling;
   g.sampling.seed += uint64_t(sample);
   g.max_new_tokens = r.params.max_tokens;
+  g.eos_token_ids = r.params.stop_token_ids;  // the scheduler here has no EOS ids: stop ids end (and are banned) alone
+  g.min_new_tokens = r.params.min_tokens;
   if (proposer) {
     g.proposer = proposer;
     g.num_speculative_tokens = 3;
@@ -157,6 +159,40 @@ TEST_F(SchedulerGpu, SpeculativeStepsOnTheDeviceMatchTheGenerateLoop) {
     EXPECT_EQ(got[i].error, "");
     for (int64_t n = 0; n < reqs[i].params.n; ++n)
       EXPECT_EQ(got[i].tokens.at(n), alone(*reference, reqs[i], n, &ngram)) << "sample " << n;
+  }
+}
+
+// min_tokens on the device: a sample's rows before its minimum come down and are drawn on the host with the stop
+// ids banned, plain and verified rows alike, the later ones on the device: the loop's tokens alone with that
+// minimum. Each request's stop id is the third token it says without one.
+TEST_F(SchedulerGpu, MinTokensBansStopIdsAsTheGenerateLoop) {
+  const auto gpu = load(Device::cuda());
+  const auto reference = load(Device::cuda());
+  std::vector<Request> reqs = requests();
+  for (Request& r : reqs) {
+    r.prompt.insert(r.prompt.end(), r.prompt.begin(), r.prompt.end());  // lookups find guesses
+    r.params.stop_token_ids = {alone(*reference, r, 0)[2]};
+    r.params.min_tokens = 8;
+  }
+  NgramProposer ngram(1, 3);
+  for (const bool speculate : {false, true}) {
+    SCOPED_TRACE(speculate ? "ngram" : "plain");
+    EngineOptions o;
+    if (speculate) {
+      o.speculative.method = SpeculativeMethod::ngram;
+      o.speculative.num_speculative_tokens = 3;
+    }
+    const std::vector<Streamed> got = serve(*gpu, reqs, o);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i));
+      EXPECT_EQ(got[i].error, "");
+      for (int64_t n = 0; n < reqs[i].params.n; ++n) {
+        const std::vector<int32_t>& tokens = got[i].tokens.at(n);
+        EXPECT_EQ(tokens, alone(*reference, reqs[i], n, speculate ? &ngram : nullptr)) << "sample " << n;
+        ASSERT_GE(tokens.size(), 8u);
+        EXPECT_EQ(std::count(tokens.begin(), tokens.begin() + 8, reqs[i].params.stop_token_ids[0]), 0);
+      }
+    }
   }
 }
 
