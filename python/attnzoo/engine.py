@@ -11,18 +11,23 @@ prefix caching, parallel samples) on its own thread, with a vLLM-shaped Python A
         ...
 
 Sample i of a request with ``n`` samples draws with seed ``seed + i``; a seeded request gives the same tokens
-however it is batched, and the same as ``Model.generate(ids, seed=seed + i, ...)`` run alone.
+however it is batched, and the same as ``Model.generate(ids, seed=seed + i, ...)`` run alone. A request without a
+seed (None, or vLLM's -1) draws a fresh one when it is added, as vLLM does.
 """
 import json
+import warnings
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 from . import _core
-from .generate import _eos_ids, _speculative_args
+from .generate import _eos_ids, _request_seed, _speculative_args
 from .model import Model, _ids
 
 __all__ = ["SamplingParams", "Engine", "LLM", "RequestStream", "CompletionOutput", "RequestOutput",
            "EngineStoppedError", "EngineBusyError"]
+
+# vLLM's _MAX_TEMP: the smallest sampling temperature a request gets.
+_MIN_TEMPERATURE = 0.01
 
 EngineStoppedError = _core.EngineStoppedError
 EngineBusyError = _core.EngineBusyError
@@ -41,13 +46,15 @@ class SamplingParams:
     are left out of the text (their ids stay in token_ids); False writes them as the tokenizer spells them.
     min_tokens (vLLM's): until a sample has that many tokens its EOS ids (ignore_eos or not) and stop_token_ids get
     -inf logits, speculative verification included, and no stop string ends in their text; at most max_tokens
-    (ValueError naming min_tokens otherwise); logprobs stay the raw logits'."""
+    (ValueError naming min_tokens otherwise); logprobs stay the raw logits'. As vLLM's: seed None (or -1) draws a
+    fresh seed per request; a temperature in (0, 0.01) is raised to 0.01, with a warning; presence_penalty and
+    frequency_penalty count the generated tokens, repetition_penalty the prompt's too."""
     max_tokens: int = 16
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
     min_p: float = 0.0
-    seed: int = 0
+    seed: Optional[int] = None
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
@@ -61,10 +68,15 @@ class SamplingParams:
     response_format: object = "text"
     skip_special_tokens: bool = True
 
-    def _core_kwargs(self):
+    def _core_kwargs(self, raise_small_temperature=True):
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
-        if self.seed is None or int(self.seed) < 0:
-            raise ValueError(f"seed: must be an integer >= 0, got {self.seed}")
+        seed = _request_seed(self.seed)
+        temperature = float(self.temperature)
+        if raise_small_temperature and 0.0 < temperature < _MIN_TEMPERATURE:
+            # vLLM's SamplingParams does the same: below it the scaled logits lose all but the argmax (or overflow).
+            warnings.warn(f"temperature: {temperature} is below {_MIN_TEMPERATURE} and is raised to it, as vLLM does",
+                          stacklevel=3)
+            temperature = _MIN_TEMPERATURE
         fmt, schema = self.response_format, ""
         if isinstance(fmt, dict):
             spec = fmt
@@ -89,10 +101,10 @@ class SamplingParams:
                 bias.append((int(k), float(v)))
             except (TypeError, ValueError):
                 raise ValueError(f"logit_bias: keys must be token ids and values numbers, got {k!r}: {v!r}") from None
-        return dict(temperature=float(self.temperature), top_k=int(self.top_k or 0), top_p=float(self.top_p),
+        return dict(temperature=temperature, top_k=int(self.top_k or 0), top_p=float(self.top_p),
                     min_p=float(self.min_p), repetition_penalty=float(self.repetition_penalty),
                     presence_penalty=float(self.presence_penalty), frequency_penalty=float(self.frequency_penalty),
-                    seed=int(self.seed), max_tokens=int(self.max_tokens), n=int(self.n), stop=stop,
+                    seed=seed, max_tokens=int(self.max_tokens), n=int(self.n), stop=stop,
                     stop_token_ids=[int(t) for t in self.stop_token_ids], ignore_eos=bool(self.ignore_eos),
                     min_tokens=int(self.min_tokens or 0),
                     logprobs=self.logprobs is not None, top_logprobs=int(self.logprobs or 0),
@@ -170,11 +182,13 @@ class Engine:
             return list(self.tokenizer.encode(prompt))
         return [int(t) for t in _ids(prompt, "prompt")]
 
-    def add_request(self, prompt, params=None):
+    def add_request(self, prompt, params=None, *, _as_given=False):
         """Queues a prompt (token ids or text) and returns its :class:`RequestStream`."""
         params = params or SamplingParams()
         queue = _core.OutputQueue.make()
-        rid = self._core.add_request(self._prompt_ids(prompt), queue, **params._core_kwargs())
+        # _as_given: Model.generate's batches keep transformers' temperatures, as its single prompts do.
+        kwargs = params._core_kwargs(raise_small_temperature=not _as_given)
+        rid = self._core.add_request(self._prompt_ids(prompt), queue, **kwargs)
         return RequestStream(self, rid, queue)
 
     def abort(self, request_id):

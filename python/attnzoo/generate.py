@@ -1,13 +1,16 @@
 """Sampling and text generation.
 
 ``sample`` draws token ids from logits with Hugging Face's processing order (repetition penalty, presence /
-frequency penalties, temperature, top-k, top-p, min-p); ``temperature=0`` is greedy. A seed gives the same
+frequency penalties, temperature, top-k, top-p, min-p); ``temperature=0`` is greedy. The repetition penalty counts
+the prompt and the generated tokens, presence / frequency the generated ones only (vLLM's rule). A seed gives the same
 tokens on every machine: the i-th token of a sample is decided by a draw keyed by (seed, i), attnzoo's own.
 
 ``generate`` runs a model through its Python API (``model.new_sequence()``, ``model.forward(ids, seq=state)`` ->
 logits ``[T, vocab]``): the prompt is prefilled once, then each sampled token is fed back alone, reusing the
 sequence's cache. Ids in -> new ids out; text in -> new text out.
 """
+import secrets
+
 import numpy as np
 
 from . import _core
@@ -16,15 +19,22 @@ from ._arrays import _is_torch, as_input, to_int32
 __all__ = ["sample", "Sampler", "generate", "generate_batch", "sampling_params"]
 
 
+def _request_seed(seed):
+    """None (or vLLM's -1) draws a fresh 64-bit seed, so unseeded runs differ as vLLM's and OpenAI's do; a seed
+    given is kept, and with it the keyed draws that make a run reproducible."""
+    if seed is None or int(seed) == -1:
+        return secrets.randbits(64)
+    if int(seed) < 0:
+        raise ValueError(f"seed: must be >= 0 (None or -1: a fresh one), got {seed}")
+    return int(seed)
+
+
 def _params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed):
     if temperature is None:
         raise ValueError("temperature: must be a number >= 0 (0 = greedy), got None")
     if top_k is None:
         top_k = 0
-    if seed is None:
-        seed = 0
-    if int(seed) < 0:
-        raise ValueError(f"seed: must be >= 0, got {seed}")
+    seed = _request_seed(seed)
     return dict(temperature=float(temperature), top_k=int(top_k), top_p=float(top_p), min_p=float(min_p),
                 repetition_penalty=float(repetition_penalty), presence_penalty=float(presence_penalty),
                 frequency_penalty=float(frequency_penalty), seed=int(seed))
@@ -59,12 +69,14 @@ def _ids(ids, name):
 
 
 def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, presence_penalty=0.0,
-           frequency_penalty=0.0, context_ids=None, seed=0):
+           frequency_penalty=0.0, context_ids=None, seed=0, prompt_length=0):
     """Token ids from logits ``[vocab]`` (returns an int) or ``[batch, vocab]`` (returns int32 ids ``[batch]``,
     numpy or torch like the input).
 
     ``context_ids``: the tokens seen so far, for the penalties: one sequence (shared by every row) or, for a
-    batch, a list with one sequence per row. Rows draw in order from one generator seeded by ``seed``.
+    batch, a list with one sequence per row; the first ``prompt_length`` of each are the prompt's, which count for
+    the repetition penalty only (presence / frequency count generated tokens, as vLLM). Rows draw in order from
+    one generator seeded by ``seed`` (None: a fresh one).
     """
     p = _params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed)
     x = _f32_rows(logits)
@@ -82,7 +94,8 @@ def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_pe
         else:
             ctx = _ids(context_ids, "context_ids")
     ids = _core.sample(x, p["temperature"], p["top_k"], p["top_p"], p["min_p"], p["repetition_penalty"],
-                       p["presence_penalty"], p["frequency_penalty"], ctx, offsets, p["seed"])
+                       p["presence_penalty"], p["frequency_penalty"], ctx, offsets, p["seed"],
+                       _prompt_length(prompt_length))
     if x.ndim == 1:
         return int(ids[0])
     if _is_torch(logits):
@@ -91,13 +104,20 @@ def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_pe
     return np.array(ids)
 
 
+def _prompt_length(n):
+    if int(n) < 0:
+        raise ValueError(f"prompt_length: must be >= 0, got {n}")
+    return int(n)
+
+
 class Sampler:
-    """A sampler whose generator advances from call to call: the draws of one generation."""
+    """A sampler whose generator advances from call to call: the draws of one generation. The first
+    ``prompt_length`` ids of each context are the prompt's (the repetition penalty's only, as in ``sample``)."""
 
     def __init__(self, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0,
-                 presence_penalty=0.0, frequency_penalty=0.0, seed=0):
+                 presence_penalty=0.0, frequency_penalty=0.0, seed=0, prompt_length=0):
         self._s = _core.Sampler(**_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
-                                          frequency_penalty, seed))
+                                          frequency_penalty, seed), prompt_length=_prompt_length(prompt_length))
 
     def sample(self, logits, context_ids=None):
         """One token id from one row of logits ``[vocab]``."""
@@ -292,7 +312,7 @@ def _run_settings(model, tokenizer, max_new_tokens, stop, do_sample, temperature
 
 def generate_batch(model, tokenizer, prompts, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
                    top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0,
-                   seed=0, stop=None, eos_token_id=None, response_format=None, min_new_tokens=None):
+                   seed=None, stop=None, eos_token_id=None, response_format=None, min_new_tokens=None):
     """Several prompts at once through the serving engine (continuous batching over the ragged batch): one result
     per prompt, in order, each what ``generate`` returns for that prompt alone with the same arguments (text for a
     text prompt, new ids for ids). ``model``: an attnzoo Model. ``response_format``: as SamplingParams takes it
@@ -309,9 +329,9 @@ def generate_batch(model, tokenizer, prompts, max_new_tokens=128, do_sample=None
         return ["" if isinstance(q, str) else [] for q in prompts]
     params = SamplingParams(max_tokens=int(max_new_tokens), stop=stops, response_format=response_format or "text",
                             **p)
-    params._core_kwargs()  # a bad response_format is a ValueError before the engine starts
+    params._core_kwargs(raise_small_temperature=False)  # a bad response_format is a ValueError before the engine starts
     with Engine(model, eos_token_ids=eos_token_id, tokenizer=tokenizer) as engine:
-        streams = [engine.add_request(ids, dataclasses.replace(params, min_tokens=m))
+        streams = [engine.add_request(ids, dataclasses.replace(params, min_tokens=m), _as_given=True)
                    for ids, m in zip(all_ids, minimums)]
         outs = []
         for stream in streams:
@@ -345,7 +365,7 @@ def _speculative_args(config):
 
 
 def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None, temperature=None, top_k=None,
-             top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0, seed=0,
+             top_p=None, min_p=None, repetition_penalty=None, presence_penalty=0.0, frequency_penalty=0.0, seed=None,
              stop=None, eos_token_id=None, stream=None, native=None, speculative_config=None,
              skip_special_tokens=True, min_new_tokens=None):
     """Continue a prompt.
@@ -360,7 +380,9 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
 
     Sampling (``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``min_p``, ``repetition_penalty``; None: not
     given) resolves as in ``attnzoo generate``: see ``sampling_params`` (the checkpoint's generation_config.json,
-    greedy by default, ``temperature=0`` greedy).
+    greedy by default, ``temperature=0`` greedy). ``presence_penalty`` / ``frequency_penalty`` count the new tokens,
+    ``repetition_penalty`` the prompt's too (vLLM's rule). ``seed``: a sampled run with a seed is reproducible;
+    None (or -1) draws a fresh seed each call, as vLLM and llama.cpp do.
 
     ``min_new_tokens`` (transformers' name; vLLM's min_tokens): no EOS id is drawn (its logits are -inf, so greedy
     takes the best other token) and no stop string ends before that many new tokens exist. None: the checkpoint's
@@ -402,7 +424,7 @@ def generate(model, tokenizer, prompt_or_ids, max_new_tokens=128, do_sample=None
                              int(max_new_tokens), sorted(eos), stops, stream, **spec,
                              skip_special_tokens=bool(skip_special_tokens), min_new_tokens=min_new)
         return out["text"] if text_in else list(out["tokens"])
-    sampler = Sampler(**params)
+    sampler = Sampler(**params, prompt_length=len(ids))
     matcher = _core.StopStringMatcher(stops)
     text = _TextStream(tokenizer, skip_special_tokens) if tokenizer is not None else None
 

@@ -154,7 +154,7 @@ class Model:
         return self._tokenizer
 
     def generate(self, prompt_or_ids, max_new_tokens=128, do_sample=None, temperature=None, top_k=None, top_p=None,
-                 min_p=None, repetition_penalty=None, seed=0, stop=None, stream=None, **kwargs):
+                 min_p=None, repetition_penalty=None, seed=None, stop=None, stream=None, **kwargs):
         """Continue a prompt: ids in -> the new ids out; text in -> the new text out (needs a tokenizer). A list of
         prompts (texts or id sequences) runs them together through the serving engine and returns one result per
         prompt, each what the prompt alone would give (no ``stream``).
@@ -216,7 +216,7 @@ class Model:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
     def chat(self, messages, max_new_tokens=256, do_sample=None, temperature=None, top_k=None, top_p=None,
-             min_p=None, repetition_penalty=None, seed=0, stop=None, stream=None, eos_token_id=None,
+             min_p=None, repetition_penalty=None, seed=None, stop=None, stream=None, eos_token_id=None,
              reasoning_parser=None, min_new_tokens=None, **template_kwargs):
         """The assistant's reply to ``messages`` (a list of {"role", "content"} dicts) as text.
 

@@ -65,9 +65,11 @@ void bind_engine(nb::module_& m) {
   m.def("sample",
         [](const AnyArray& logits, float temperature, int64_t top_k, float top_p, float min_p,
            float repetition_penalty, float presence_penalty, float frequency_penalty,
-           std::optional<AnyArray> context_ids, std::optional<AnyArray> context_offsets, uint64_t seed) {
+           std::optional<AnyArray> context_ids, std::optional<AnyArray> context_offsets, uint64_t seed,
+           int64_t prompt_length) {
           Sampler sampler(make_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
-                                      frequency_penalty, seed));
+                                      frequency_penalty, seed),
+                          prompt_length);
           const Rows r = logits_rows(logits);
           const std::span<const int32_t> ctx = context_span(context_ids);
           const int32_t* offsets = nullptr;
@@ -94,17 +96,20 @@ void bind_engine(nb::module_& m) {
         nb::arg("logits"), nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("min_p"),
         nb::arg("repetition_penalty"), nb::arg("presence_penalty"), nb::arg("frequency_penalty"),
         nb::arg("context_ids").none(), nb::arg("context_offsets").none(), nb::arg("seed"),
+        nb::arg("prompt_length") = int64_t(0),
         "One token id per row of float32 logits [vocab] or [batch, vocab] (see attnzoo.generate.sample).");
 
   nb::class_<Sampler>(m, "Sampler", "A sampler whose generator advances across calls (one per generation).")
       .def("__init__",
            [](Sampler* self, float temperature, int64_t top_k, float top_p, float min_p, float repetition_penalty,
-              float presence_penalty, float frequency_penalty, uint64_t seed) {
+              float presence_penalty, float frequency_penalty, uint64_t seed, int64_t prompt_length) {
              new (self) Sampler(make_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
-                                            frequency_penalty, seed));
+                                            frequency_penalty, seed),
+                                prompt_length);
            },
            nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("min_p"),
-           nb::arg("repetition_penalty"), nb::arg("presence_penalty"), nb::arg("frequency_penalty"), nb::arg("seed"))
+           nb::arg("repetition_penalty"), nb::arg("presence_penalty"), nb::arg("frequency_penalty"), nb::arg("seed"),
+           nb::arg("prompt_length") = int64_t(0))
       .def("sample",
            [](Sampler& s, const AnyArray& logits, std::optional<AnyArray> context_ids) {
              const Rows r = logits_rows(logits);

@@ -37,7 +37,8 @@ def _prompts(vocab, count, seed):
 def _alone(reference, ids, params, sample=0):
     return list(reference.generate(np.array(ids, dtype=np.int32), max_new_tokens=params.max_tokens,
                                    temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,
-                                   repetition_penalty=params.repetition_penalty, seed=params.seed + sample))
+                                   repetition_penalty=params.repetition_penalty,
+                                   seed=None if params.seed is None else params.seed + sample))
 
 
 def test_64_concurrent_greedy_requests_match_running_alone(checkpoint):
@@ -192,3 +193,22 @@ def test_device_is_chosen_at_load_and_a_gpu_it_cannot_reach_is_refused_by_name(c
         LLM(directory, device="cuda")
     except ValueError as e:
         assert re.search(r"device: (cuda:0 " + _NO_GPU + "|.* runs on the CPU only so far)", str(e)), str(e)
+
+
+def test_unseeded_requests_draw_afresh_and_small_temperatures_are_raised(checkpoint):
+    """vLLM's SamplingParams: seed None (the default) or -1 draws a fresh seed per request; a temperature in
+    (0, 0.01) is raised to 0.01 with a warning."""
+    name, directory, vocab = checkpoint
+    llm = LLM(Model.load(directory))
+    prompt = _prompts(vocab, 1, seed=9)[0]
+    texts = [tuple(llm.generate([prompt], SamplingParams(temperature=1.0, max_tokens=24, seed=s))[0]
+                   .outputs[0].token_ids) for s in (None, None, -1, 5, 5)]
+    assert len(set(texts[:3])) == 3, name
+    assert texts[3] == texts[4]
+    with pytest.warns(UserWarning, match="temperature"):
+        low = llm.generate([prompt], SamplingParams(temperature=1e-40, max_tokens=8, seed=3))[0].outputs[0]
+    floor = llm.generate([prompt], SamplingParams(temperature=0.01, max_tokens=8, seed=3))[0].outputs[0]
+    assert low.token_ids == floor.token_ids and low.finish_reason == "length"
+    with pytest.raises(ValueError, match="seed"):
+        llm.generate([prompt], SamplingParams(seed=-2))
+    llm.stop()

@@ -87,7 +87,7 @@ def test_cli_generate_announces_the_context_limit_and_refuses_long_prompts(small
     r = subprocess.run([_cli(), "generate", "-m", str(small), "-p", "the quick brown fox " * 40, "-n", "4"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "max_position_embeddings" in r.stderr, r.stderr
-    r = subprocess.run([_cli(), "generate", "-m", str(small), "-p", "x", "--seed", "-1"], capture_output=True,
+    r = subprocess.run([_cli(), "generate", "-m", str(small), "-p", "x", "--seed", "-2"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode != 0 and "--seed" in r.stderr, r.stderr
 

@@ -202,7 +202,7 @@ def test_errors_name_the_argument():
     x = np.zeros(10, dtype=np.float32)
     for kwargs, name in [(dict(temperature=-1), "temperature"), (dict(top_k=-1), "top_k"), (dict(top_p=0), "top_p"),
                          (dict(top_p=1.5), "top_p"), (dict(min_p=2), "min_p"), (dict(repetition_penalty=0), "repetition_penalty"),
-                         (dict(context_ids=[10]), "context_ids"), (dict(seed=-1), "seed")]:
+                         (dict(context_ids=[10]), "context_ids"), (dict(seed=-2), "seed")]:
         with pytest.raises(ValueError, match=name):
             gen.sample(x, **kwargs)
     with pytest.raises(ValueError, match="logits"):
@@ -438,3 +438,51 @@ def test_model_generate_text_and_ids(tiny_llama_with_tokenizer):
     assert m.generate(prompt, max_new_tokens=16, eos_token_id=[]) == hf_tok.decode(want_ids,
                                                                                     skip_special_tokens=True)
     assert m.generate(hf_tok.encode(prompt).ids, max_new_tokens=16, eos_token_id=[]) == want_ids
+
+
+def test_presence_and_frequency_penalties_count_generated_tokens_only():
+    """vLLM's rule: presence / frequency count the generated tokens, the repetition penalty the prompt's too."""
+    row = np.array([1.0, 0.9], dtype=np.float32)
+    kw = dict(temperature=0, presence_penalty=2.0, frequency_penalty=2.0, context_ids=[0, 0, 0])
+    assert gen.sample(row, prompt_length=3, **kw) == 0
+    assert gen.sample(row, prompt_length=0, **kw) == 1
+    assert gen.sample(row, temperature=0, repetition_penalty=2.0, context_ids=[0], prompt_length=1) == 1
+    with pytest.raises(ValueError, match="prompt_length"):
+        gen.sample(row, prompt_length=-1)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["cpp_loop", "python_loop"])
+def test_loops_count_presence_and_frequency_over_generated_tokens(tiny_llama, native):
+    Model = _native_model()
+    m = Model.load(tiny_llama[1])
+    # The prompt repeats the model's own greedy continuation, so its tokens are the likely next ones.
+    plain = gen.generate(m, None, [1, 5, 9], max_new_tokens=6, temperature=0, eos_token_id=[])
+    prompt = [1, 5, 9] + plain * 4
+
+    def by_hand(prompt_counts):
+        ids, out = list(prompt), []
+        for _ in range(6):
+            row = np.asarray(m.forward(np.asarray(ids, dtype=np.int32)))[-1].astype(np.float32)
+            counted = ids if prompt_counts else ids[len(prompt):]
+            for t in set(counted):
+                row[t] -= np.float32(2.0) + np.float32(2.0) * np.float32(counted.count(t))
+            out.append(int(np.argmax(row)))
+            ids.append(out[-1])
+        return out
+
+    want = by_hand(False)
+    assert want != by_hand(True)  # the prompt's counts would move the choices: the rule is tested
+    got = gen.generate(m, None, prompt, max_new_tokens=6, temperature=0, presence_penalty=2.0,
+                       frequency_penalty=2.0, eos_token_id=[], native=native)
+    assert got == want
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["cpp_loop", "python_loop"])
+def test_unseeded_generation_draws_afresh(tiny_llama, native):
+    m = _native_model().load(tiny_llama[1])
+    kw = dict(max_new_tokens=24, temperature=1.0, eos_token_id=[], native=native)
+    runs = [tuple(gen.generate(m, None, [1, 5, 9], seed=s, **kw)) for s in (None, None, -1, 7, 7)]
+    assert len(set(runs[:3])) == 3
+    assert runs[3] == runs[4]
+    assert gen.generate(m, None, [1, 5, 9], max_new_tokens=8, temperature=0, eos_token_id=[]) == \
+        gen.generate(m, None, [1, 5, 9], max_new_tokens=8, temperature=0, eos_token_id=[])

@@ -17,7 +17,8 @@ namespace attnzoo::cli {
 const char* kGenerationFlagsUsage =
     "[-n|--max-new-tokens|--n-predict 128] [--min-tokens N (no EOS before N new tokens)]\n"
     "         [--temperature|--temp T] [--top-k K] [--top-p P] [--min-p M]\n"
-    "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X] [--seed S]\n"
+    "         [--repetition-penalty|--repeat-penalty R] [--presence-penalty X] [--frequency-penalty X]\n"
+    "         [--seed S (none or -1: a random one)]\n"
     "         [--dtype auto|float32|bfloat16] [--matmul-precision auto|highest|medium] [--batch-invariant]\n"
     "         [--stop STR]...\n"
     "         [--kv-cache-dtype auto|float32|bfloat16|float16|int8|fp8] [--block-size 16] [--kv-cache-memory 4G]\n"
@@ -45,7 +46,10 @@ bool parse_generation_flag(const std::vector<std::string>& args, size_t& i, Gene
   else if (s == "--repetition-penalty" || s == "--repeat-penalty") a.repetition_penalty = parse_number<float>(s, value());
   else if (s == "--presence-penalty") a.presence_penalty = parse_number<float>(s, value());
   else if (s == "--frequency-penalty") a.frequency_penalty = parse_number<float>(s, value());
-  else if (s == "--seed") a.seed = parse_number<uint64_t>(s, value());
+  else if (s == "--seed") {
+    const std::string& v = value();
+    a.seed = v == "-1" ? std::nullopt : std::optional<uint64_t>(parse_number<uint64_t>(s, v));
+  }
   else if (s == "--dtype") a.dtype = value();
   else if (s == "--matmul-precision") set_matmul_precision(parse_matmul_precision(value()));
   // The same answer whatever else runs beside it (core/batch_invariance.h); prefill projections cost more.
@@ -136,7 +140,7 @@ GenerationOptions generation_options(const GenerationFlags& a) {
   SamplingParams& p = options.sampling;
   p.presence_penalty = a.presence_penalty;
   p.frequency_penalty = a.frequency_penalty;
-  p.seed = a.seed;
+  p.seed = a.seed ? *a.seed : fresh_seed();  // as llama.cpp: a run without --seed samples afresh
   p.validate();
   options.max_new_tokens = a.max_new_tokens;
   // As vLLM refuses min_tokens past max_tokens; a minimum from the checkpoint is cut by -n instead (transformers).

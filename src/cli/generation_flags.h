@@ -24,7 +24,7 @@ struct GenerationFlags {
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<int64_t> top_k;
   float presence_penalty = 0.f, frequency_penalty = 0.f;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed;  // unset (or --seed -1, llama.cpp's): a fresh seed per run
   std::vector<std::string> stop;
   // The memory pool, as Model.load's kv_cache_dtype / block_size / kv_cache_bytes (0: the default budget).
   std::string kv_cache_dtype = "auto";

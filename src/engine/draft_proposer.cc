@@ -40,7 +40,6 @@ void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const S
   }
   seen_.resize(size_t(common));
   const int64_t V = draft_.vocab_size();
-  Sampler processing(target.params());  // the target's parameters; its own draws are never used
   logits_.resize(size_t(V));
   // Padding rows differ between checkpoints: a token past the draft's table (the target sampled one of its
   // padding ids) goes to the draft as id 0. Its guesses only get worse; exactness never depends on them.
@@ -58,7 +57,14 @@ void DraftProposer::propose(std::span<const int32_t> context, int64_t k, const S
   // renormalised, a proposal distribution like any other, so the rejection rule stays exact.
   const int64_t shared_vocab = std::min(V, target_vocab_);
   std::vector<int32_t> ctx;  // penalties of the draft's processing see only the ids its logits have
-  for (int32_t t : context) if (t < V) ctx.push_back(t);
+  int64_t prompt = 0;         // of them, the prompt's
+  for (size_t i = 0; i < context.size(); ++i) {
+    if (context[i] >= V) continue;
+    ctx.push_back(context[i]);
+    prompt += int64_t(i) < target.prompt_length();
+  }
+  // The target's parameters and prompt; its own draws are never used.
+  Sampler processing(target.params(), prompt);
   for (int64_t i = 0; i < k; ++i) {
     std::vector<float> q;
     processing.probabilities(logits_, ctx, q);

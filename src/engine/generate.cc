@@ -44,7 +44,7 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
   require(options.min_new_tokens >= 0, "min_new_tokens",
           "must be >= 0, got " + std::to_string(options.min_new_tokens));
   require(options.stop.empty() || text != nullptr, "stop", "stop strings need a tokenizer to decode the text");
-  Sampler sampler(options.sampling);
+  Sampler sampler(options.sampling, int64_t(prompt.size()));
   StopStringMatcher matcher(options.stop);
   const int64_t vocab = model.vocab_size();
   for (int32_t id : prompt)
@@ -72,7 +72,7 @@ GenerationResult generate(LogitsSource& model, std::span<const int32_t> prompt, 
   model.append(prompt, logits);
   result.prefill_seconds = seconds_since(t0);
 
-  // Penalties look at everything the model has seen: the prompt and the tokens generated so far.
+  // Penalties look at everything the model has seen: the prompt (repetition only) and the tokens generated so far.
   std::vector<int32_t> context(prompt.begin(), prompt.end());
   // Row i from `first_row` decides new token index + i (0-based): drawn with fewer than min_new_tokens before it,
   // it may not be an EOS id. A verification pass bans each of its rows as the plain step there would.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <string>
 
 #include "core/error.h"
@@ -51,27 +52,56 @@ double keyed_uniform(uint64_t seed, uint64_t index, DrawPurpose purpose) {
   return double(mix64(start + (index + 1) * kGolden) >> 11) * 0x1.0p-53;
 }
 
-void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> context, const SamplingParams& p) {
+namespace {
+
+// Calls visit(id, count) once per distinct id of `ids`, in ascending order.
+template <class Visit>
+void for_each_count(std::span<const int32_t> ids, std::vector<int32_t>& sorted, Visit visit) {
+  sorted.assign(ids.begin(), ids.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i;
+    while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+    visit(sorted[i], j - i);
+    i = j;
+  }
+}
+
+}  // namespace
+
+void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> context, int64_t prompt_length,
+                     const SamplingParams& p) {
+  require(prompt_length >= 0, "prompt_length", "must be >= 0, got " + std::to_string(prompt_length));
   // Checked even when no penalty is on: an id outside the vocabulary is a caller's bug worth reporting.
   for (int32_t id : context)
     require(id >= 0 && id < vocab, "context_ids",
             "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
   const bool repetition = p.repetition_penalty != 1.f;
-  if (context.empty() || (!repetition && p.presence_penalty == 0.f && p.frequency_penalty == 0.f)) return;
-  // Sorting groups equal ids: one pass then sees each distinct token once, with its count.
-  std::vector<int32_t> sorted(context.begin(), context.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size();) {
-    size_t j = i;
-    while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-    float& l = logits[sorted[i]];
-    if (repetition) l = l > 0.f ? l / p.repetition_penalty : l * p.repetition_penalty;
-    l -= p.presence_penalty + p.frequency_penalty * float(j - i);
-    i = j;
-  }
+  const bool additive = p.presence_penalty != 0.f || p.frequency_penalty != 0.f;
+  if (context.empty() || (!repetition && !additive)) return;
+  // Every token's own logit is changed, repetition first: two passes give what one pass per token would.
+  std::vector<int32_t> sorted;
+  if (repetition)
+    for_each_count(context, sorted, [&](int32_t id, size_t) {
+      float& l = logits[id];
+      l = l > 0.f ? l / p.repetition_penalty : l * p.repetition_penalty;
+    });
+  const auto generated = context.subspan(std::min(size_t(prompt_length), context.size()));
+  if (additive)
+    for_each_count(generated, sorted, [&](int32_t id, size_t count) {
+      logits[id] -= p.presence_penalty + p.frequency_penalty * float(count);
+    });
 }
 
-Sampler::Sampler(const SamplingParams& params) : params_(params) { params_.validate(); }
+uint64_t fresh_seed() {
+  std::random_device device;
+  return (uint64_t(device()) << 32) ^ uint64_t(device());
+}
+
+Sampler::Sampler(const SamplingParams& params, int64_t prompt_length) : params_(params), prompt_length_(prompt_length) {
+  params_.validate();
+  require(prompt_length >= 0, "prompt_length", "must be >= 0, got " + std::to_string(prompt_length));
+}
 
 void Sampler::seek(int64_t position) {
   require(position >= 0, "position", "must be >= 0, got " + std::to_string(position));
@@ -87,7 +117,7 @@ int32_t Sampler::prepare_row(std::span<const float> logits, std::span<const int3
   work_.resize(size_t(vocab));
   float* x = work_.data();
   std::memcpy(x, logits.data(), size_t(vocab) * sizeof(float));
-  apply_penalties(x, vocab, context, params_);
+  apply_penalties(x, vocab, context, prompt_length_, params_);
 
   MaxResult mr = logits_max(x, size_t(vocab));
   require(!mr.has_nan, "logits", "contain NaN");

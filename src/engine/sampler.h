@@ -1,6 +1,8 @@
 #pragma once
 // Next-token sampling from one row of logits, with Hugging Face's semantics and order:
 //   repetition penalty -> presence / frequency penalties -> temperature -> top-k -> top-p -> min-p -> draw.
+// As in vLLM, whose server attnzoo's follows, the repetition penalty counts the prompt and the output, presence and
+// frequency the output only: one rule for every front end.
 // temperature == 0 is greedy: the argmax of the penalised logits (ties: lowest id, as torch.argmax).
 // Draws are keyed, not streamed: the uniform that decides a sample's i-th token is a fixed function of (seed, i),
 // so a seed gives the same tokens on every machine, in every batch and however a step's work is split, speculative
@@ -20,8 +22,8 @@ struct SamplingParams {
   float top_p = 1.f;               // keep the smallest prefix of the sorted distribution with mass >= top_p; 1: off
   float min_p = 0.f;               // drop tokens with probability < min_p * the largest probability; 0: off
   float repetition_penalty = 1.f;  // HF/CTRL: a seen token's logit l becomes l > 0 ? l / r : l * r; 1: off
-  float presence_penalty = 0.f;    // OpenAI: l -= presence if the token was seen (count > 0)
-  float frequency_penalty = 0.f;   // OpenAI: l -= frequency * count
+  float presence_penalty = 0.f;    // OpenAI: l -= presence if the token was generated (count > 0)
+  float frequency_penalty = 0.f;   // OpenAI: l -= frequency * count of it among the generated tokens
   uint64_t seed = 0;
 
   // Throws ArgumentError naming the field (e.g. "top_p: must be in (0, 1], got 0").
@@ -36,13 +38,21 @@ enum class DrawPurpose : uint64_t { token = 0, accept = 1, residual = 2, guess =
 // output function over a counter made from the three. Fully specified, so portable; pinned by a test.
 double keyed_uniform(uint64_t seed, uint64_t index, DrawPurpose purpose);
 
-// Applies the three penalties in place to one row. `context` holds the tokens seen so far (prompt and
-// generated); every id must lie in [0, vocab) (ArgumentError naming "context_ids" otherwise).
-void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> context, const SamplingParams& p);
+// Applies the three penalties in place to one row. `context` holds the tokens seen so far, its first
+// `prompt_length` the prompt's (the repetition penalty's alone), the rest generated; every id must lie in
+// [0, vocab) (ArgumentError naming "context_ids" otherwise). A context shorter than the prompt is all prompt.
+void apply_penalties(float* logits, int64_t vocab, std::span<const int32_t> context, int64_t prompt_length,
+                     const SamplingParams& p);
+
+// A seed for a request that named none: 64 bits from std::random_device, so each such request draws afresh (as
+// vLLM / OpenAI do) while its samples still follow the keyed draws from that seed.
+uint64_t fresh_seed();
 
 class Sampler {
  public:
-  explicit Sampler(const SamplingParams& params);  // validates
+  // Validates. The first `prompt_length` tokens of every context given to it are the prompt's: they count for the
+  // repetition penalty only (apply_penalties).
+  explicit Sampler(const SamplingParams& params, int64_t prompt_length = 0);
 
   // One token from one row of logits (not modified). Throws ArgumentError("logits", ...) for an empty row,
   // NaN or +inf entries, or a row that is all -inf.
@@ -54,6 +64,7 @@ class Sampler {
   void probabilities(std::span<const float> logits, std::span<const int32_t> context, std::vector<float>& probs);
 
   const SamplingParams& params() const { return params_; }
+  int64_t prompt_length() const { return prompt_length_; }
   // The index of the next token this sampler decides: each sample() call (greedy too) decides one and moves on.
   // The engine seeks where a sample's tokens are counted from elsewhere (a speculative rollback).
   int64_t position() const { return position_; }
@@ -73,6 +84,7 @@ class Sampler {
   int32_t draw_from_candidates(size_t count, float max, double uniform);
 
   SamplingParams params_;
+  int64_t prompt_length_ = 0;
   int64_t position_ = 0;
   AlignedBuffer<float> work_, exp_;
   AlignedBuffer<int32_t> candidates_;

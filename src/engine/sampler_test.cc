@@ -124,12 +124,39 @@ TEST(Sampler, PenaltiesFollowHuggingFaceAndOpenAI) {
   p.repetition_penalty = 2.f;
   p.presence_penalty = 0.25f;
   p.frequency_penalty = 0.5f;
-  apply_penalties(x.data(), int64_t(x.size()), ctx, p);
+  apply_penalties(x.data(), int64_t(x.size()), ctx, /*prompt_length=*/0, p);
   EXPECT_FLOAT_EQ(x[0], 2.f / 2 - 0.25f - 0.5f * 1);   // positive: divided
   EXPECT_FLOAT_EQ(x[1], -2.f * 2 - 0.25f - 0.5f * 2);  // negative: multiplied, once however often seen
   EXPECT_FLOAT_EQ(x[2], 1.f);                          // unseen: untouched
   EXPECT_FLOAT_EQ(x[3], 0.5f / 2 - 0.25f - 0.5f * 3);
   EXPECT_FLOAT_EQ(x[4], 3.f);
+}
+
+// vLLM's rule: presence and frequency count the generated tokens, the repetition penalty the prompt's too.
+TEST(Sampler, PresenceAndFrequencyCountOnlyGeneratedTokens) {
+  std::vector<float> x = {2.f, -2.f, 1.f, 0.5f, 3.f};
+  const std::vector<int32_t> ctx = {0, 1, 3, /*generated:*/ 1, 3, 3};
+  SamplingParams p;
+  p.repetition_penalty = 2.f;
+  p.presence_penalty = 0.25f;
+  p.frequency_penalty = 0.5f;
+  apply_penalties(x.data(), int64_t(x.size()), ctx, /*prompt_length=*/3, p);
+  EXPECT_FLOAT_EQ(x[0], 2.f / 2);                      // the prompt's alone: repetition only
+  EXPECT_FLOAT_EQ(x[1], -2.f * 2 - 0.25f - 0.5f * 1);  // generated once (the prompt's occurrence not counted)
+  EXPECT_FLOAT_EQ(x[2], 1.f);
+  EXPECT_FLOAT_EQ(x[3], 0.5f / 2 - 0.25f - 0.5f * 2);
+  EXPECT_FLOAT_EQ(x[4], 3.f);
+
+  // The Sampler applies its prompt length: a prompt full of token 0 no longer pushes greedy off it.
+  const std::vector<float> row = {1.f, 0.9f};
+  SamplingParams g;
+  g.temperature = 0;
+  g.presence_penalty = 2.f;
+  g.frequency_penalty = 2.f;
+  const std::vector<int32_t> prompt = {0, 0, 0};
+  EXPECT_EQ(Sampler(g, 3).sample(row, prompt), 0);
+  EXPECT_EQ(Sampler(g, 0).sample(row, prompt), 1);
+  EXPECT_THROW(Sampler(g, -1), ArgumentError);
 }
 
 TEST(Sampler, RepetitionPenaltyChangesTheGreedyChoice) {

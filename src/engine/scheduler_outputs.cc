@@ -18,7 +18,7 @@ std::unique_ptr<Scheduler::Sample> Scheduler::make_sample(const RequestState& r,
   s->delta.index = index;
   SamplingParams sp = r.request.params.sampling;
   sp.seed += uint64_t(index);
-  s->sampler = std::make_unique<Sampler>(sp);
+  s->sampler = std::make_unique<Sampler>(sp, int64_t(r.request.prompt.size()));
   if (tokenizer_)
     s->decoder = std::make_unique<tok::StreamDecoder>(tokenizer_, r.request.params.skip_special_tokens);
   s->matcher = std::make_unique<StopStringMatcher>(r.request.params.stop);

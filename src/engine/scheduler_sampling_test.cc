@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -214,6 +215,58 @@ TEST_F(SchedulerSamplingTest, SpeculativeRowsBesidePlainAndLogprobsRowsMatchTheG
       EXPECT_EQ(got[i].tokens[n], generate(seq, reqs[i].prompt, g).tokens) << "sample " << n;
       if (reqs[i].params.logprobs) expect_logprobs(reqs[i], got[i], n);
     }
+  }
+}
+
+// vLLM's rule in plain and speculative rows and in the generation loop alike: presence and frequency penalties
+// count the generated tokens only, the repetition penalty the prompt's too. The reference applies that rule by hand
+// to the model's rows (the prompts repeat themselves, so counting their tokens would move the greedy choices).
+TEST_F(SchedulerSamplingTest, PresenceAndFrequencyPenaltiesCountOnlyGeneratedTokens) {
+  auto model = load();
+  if (!reference_) reference_ = load();
+  const size_t V = size_t(testing::kTinyLlamaVocab);
+  std::vector<Request> reqs;
+  std::vector<std::vector<int32_t>> want;
+  for (int i = 0; i < 6; ++i) {
+    Request r;
+    r.prompt = prompt_of(6 + i, 90 + i);
+    r.prompt.insert(r.prompt.end(), r.prompt.begin(), r.prompt.end());
+    r.params.sampling = seeded(0.f, 0);
+    r.params.sampling.presence_penalty = 1.5f;
+    r.params.sampling.frequency_penalty = 0.5f;
+    r.params.sampling.repetition_penalty = i % 2 ? 1.3f : 1.f;
+    r.params.max_tokens = 8;
+    std::vector<int32_t> all = r.prompt, tokens;
+    while (int64_t(tokens.size()) < r.params.max_tokens) {
+      auto seq = reference_->new_sequence();
+      Batch b;
+      b.add(*seq, all);
+      const std::vector<float> logits = reference_->forward(b);
+      std::vector<float> row(logits.end() - std::ptrdiff_t(V), logits.end());
+      apply_penalties(row.data(), int64_t(V), all, int64_t(r.prompt.size()), r.params.sampling);
+      const int32_t id = int32_t(std::max_element(row.begin(), row.end()) - row.begin());
+      tokens.push_back(id);
+      all.push_back(id);
+    }
+    reqs.push_back(r);
+    want.push_back(tokens);
+  }
+  for (const bool speculate : {false, true}) {
+    SCOPED_TRACE(speculate ? "ngram speculation" : "no speculation");
+    EngineOptions o = defaults();
+    if (speculate) {
+      o.speculative.method = SpeculativeMethod::ngram;
+      o.speculative.num_speculative_tokens = 3;
+    }
+    Scheduler s(*model, nullptr, o);
+    std::vector<Streamed> got(reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) s.add(uint64_t(i + 1), reqs[i], stream_into(got[i]), EngineClock::now());
+    drain(s);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(got[i].tokens[0], want[i]) << "request " << i;
+      if (!speculate) EXPECT_EQ(alone(reqs[i].prompt, reqs[i].params), want[i]) << "request " << i;
+    }
+    if (speculate) EXPECT_GT(s.stats().speculative.draft_tokens, 0);
   }
 }
 

@@ -119,8 +119,14 @@ std::vector<int32_t> chat_prompt(const Value& body, const ChatFormat* chat, cons
   return chat->encode(text + prefix);
 }
 
+// vLLM's _MAX_TEMP: a smaller positive temperature is raised to it, so no client value overflows the scaled logits.
+constexpr double kMinTemperature = 0.01;
+
 void sampling_fields(const Value& body, SamplingParams& s) {
-  if (const Value* v = field(body, "temperature")) s.temperature = float(number_field(*v, "temperature", 0, 2));
+  if (const Value* v = field(body, "temperature")) {
+    const double t = number_field(*v, "temperature", 0, 2);
+    s.temperature = float(t > 0 && t < kMinTemperature ? kMinTemperature : t);
+  }
   if (const Value* v = field(body, "top_p")) s.top_p = float(number_field(*v, "top_p", 1e-9, 1));
   if (const Value* v = field(body, "top_k")) {
     const int64_t k = int_field(*v, "top_k", -1, INT64_MAX);
@@ -133,7 +139,28 @@ void sampling_fields(const Value& body, SamplingParams& s) {
     s.frequency_penalty = float(number_field(*v, "frequency_penalty", -2, 2));
   if (const Value* v = field(body, "repetition_penalty"))
     s.repetition_penalty = float(number_field(*v, "repetition_penalty", 1e-6, 100));
-  if (const Value* v = field(body, "seed")) s.seed = uint64_t(int_field(*v, "seed", 0, INT64_MAX));
+  // No seed (or vLLM's -1): a fresh one for this request, as vLLM and OpenAI draw; its n samples use seed + i.
+  const Value* seed = field(body, "seed");
+  const int64_t given = seed ? int_field(*seed, "seed", -1, INT64_MAX) : -1;
+  s.seed = given < 0 ? fresh_seed() : uint64_t(given);
+}
+
+// vLLM's sampling extras that attnzoo does not implement: refused by name unless their value asks for what it does
+// anyway, so that no client believes they took effect.
+void unimplemented_vllm_fields(const Value& body) {
+  const auto refuse = [](const char* name, const std::string& accepted) {
+    throw bad_request(std::string(name) + ": not supported by this server (" + accepted + ")", name);
+  };
+  if (field(body, "allowed_token_ids")) refuse("allowed_token_ids", "null or absent only");
+  if (const Value* v = field(body, "bad_words"); v && !(v->is_array() && v->as_array().empty()))
+    refuse("bad_words", "an empty list, null or absent only");
+  if (field(body, "prompt_logprobs")) refuse("prompt_logprobs", "null or absent only");
+  if (const Value* v = field(body, "use_beam_search"); v && !(v->is_bool() && !v->as_bool()))
+    refuse("use_beam_search", "false only");
+  if (const Value* v = field(body, "skip_special_tokens"); v && !(v->is_bool() && v->as_bool()))
+    refuse("skip_special_tokens", "true only: special tokens are always left out of the text");
+  if (const Value* v = field(body, "include_stop_str_in_output"); v && !(v->is_bool() && !v->as_bool()))
+    refuse("include_stop_str_in_output", "false only: the text ends before the stop string");
 }
 
 void logprob_fields(Endpoint endpoint, const Value& body, const ApiLimits& limits, RequestParams& p) {
@@ -267,6 +294,8 @@ ApiRequest parse_request(Endpoint endpoint, const std::string& text, const tok::
         !(v->is_array() && v->as_array().empty()))
       throw bad_request(std::string(unsupported) + ": not supported by this server", unsupported);
   }
+
+  unimplemented_vllm_fields(body);
 
   ApiRequest r;
   r.endpoint = endpoint;

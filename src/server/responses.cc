@@ -59,7 +59,8 @@ void write_bytes(Writer& w, const ResponseContext& ctx, int32_t id) {
   w.end_array();
 }
 
-// Completions: {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}.
+// Completions: {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}. As OpenAI's legacy API and
+// vLLM, each top_logprobs entry holds the sampled token too, first: up to logprobs + 1 entries.
 void completion_logprobs(Writer& w, const ResponseContext& ctx, const std::vector<TokenLogprob>& chosen,
                          const std::vector<std::vector<TokenLogprob>>& top, int64_t& offset) {
   std::vector<std::string> texts;
@@ -72,7 +73,8 @@ void completion_logprobs(Writer& w, const ResponseContext& ctx, const std::vecto
   w.end_array().key("top_logprobs").begin_array();
   for (size_t i = 0; i < chosen.size(); ++i) {
     w.begin_object();
-    std::vector<std::string> seen;
+    std::vector<std::string> seen = {texts[i]};
+    w.member(texts[i], chosen[i].logprob);
     if (i < top.size())
       for (const TokenLogprob& alt : top[i]) {
         std::string s = token_text(ctx, alt.token);

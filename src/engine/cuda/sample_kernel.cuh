@@ -195,7 +195,9 @@ __device__ void sample_row(const SampleParams& p) {
     const PenaltyEntry pe = p.penalties[e];
     float l = x[pe.id];
     if (r.repetition_penalty != 1.f) l = l > 0.f ? l / r.repetition_penalty : mul_rn(l, r.repetition_penalty);
-    x[pe.id] = l - add_rn(r.presence_penalty, mul_rn(r.frequency_penalty, float(pe.count)));
+    // count is the generated tokens' only: a prompt token takes the repetition penalty alone.
+    if (pe.count > 0) l = l - add_rn(r.presence_penalty, mul_rn(r.frequency_penalty, float(pe.count)));
+    x[pe.id] = l;
   }
   __syncthreads();
 

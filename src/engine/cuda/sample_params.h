@@ -24,7 +24,9 @@ struct RowSettings {
 };
 
 struct PenaltyEntry {
-  int32_t id, count;  // a token the row's context holds and how many times; ids distinct within a row
+  // A token the row's context holds and how many times among the generated tokens (0: the prompt's alone, listed
+  // for the repetition penalty); ids distinct within a row.
+  int32_t id, count;
 };
 
 // A candidate of a filtered row: its id, its logit's order key and its weight exp(logit - max) in double.

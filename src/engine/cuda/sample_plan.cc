@@ -18,7 +18,7 @@ SamplePlan plan_samples(int64_t vocab, std::span<Sampler* const> samplers,
   require(logit_rows.empty() || logit_rows.size() == samplers.size(), "logit_rows", "needs one per sampler");
   SamplePlan plan;
   plan.rows.reserve(samplers.size());
-  std::vector<int32_t> sorted;
+  std::vector<int32_t> sorted, generated;
   for (size_t r = 0; r < samplers.size(); ++r) {
     require(samplers[r] != nullptr, "samplers", "row " + std::to_string(r) + " has none");
     const SamplingParams& sp = samplers[r]->params();
@@ -38,15 +38,27 @@ SamplePlan plan_samples(int64_t vocab, std::span<Sampler* const> samplers,
     const int64_t row = logit_rows.empty() ? int64_t(r) : logit_rows[r];
     require(row >= 0 && row <= INT32_MAX, "logit_rows", "entry " + std::to_string(r) + " is out of range");
     s.logits_row = int32_t(row);
-    const bool penalised = sp.repetition_penalty != 1.f || sp.presence_penalty != 0.f || sp.frequency_penalty != 0.f;
-    if (penalised && !contexts[r].empty()) {
-      sorted.assign(contexts[r].begin(), contexts[r].end());
-      std::sort(sorted.begin(), sorted.end());
-      for (size_t i = 0; i < sorted.size();) {
-        size_t j = i;
-        while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-        plan.penalties.push_back({sorted[i], int32_t(j - i)});
-        i = j;
+    const bool repetition = sp.repetition_penalty != 1.f;
+    const bool additive = sp.presence_penalty != 0.f || sp.frequency_penalty != 0.f;
+    if ((repetition || additive) && !contexts[r].empty()) {
+      // Entries count the generated tokens (presence / frequency); the prompt's ids join only for repetition.
+      const size_t prompt = std::min(size_t(samplers[r]->prompt_length()), contexts[r].size());
+      generated.assign(contexts[r].begin() + std::ptrdiff_t(prompt), contexts[r].end());
+      std::sort(generated.begin(), generated.end());
+      sorted.clear();
+      if (repetition) {
+        sorted.assign(contexts[r].begin(), contexts[r].begin() + std::ptrdiff_t(prompt));
+        std::sort(sorted.begin(), sorted.end());
+        sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+      }
+      size_t g = 0, q = 0;  // merge the distinct prompt ids with the generated ones
+      while (g < generated.size() || q < sorted.size()) {
+        const int32_t id = q == sorted.size() || (g < generated.size() && generated[g] < sorted[q]) ? generated[g]
+                                                                                                   : sorted[q];
+        size_t count = 0;
+        while (g < generated.size() && generated[g] == id) ++g, ++count;
+        if (q < sorted.size() && sorted[q] == id) ++q;
+        plan.penalties.push_back({id, int32_t(count)});
       }
       require(plan.penalties.size() <= size_t(INT32_MAX), "contexts", "hold too many distinct tokens");
       s.penalty_end = int32_t(plan.penalties.size());
