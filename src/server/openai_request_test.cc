@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "testing/char_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace attnzoo::server {
@@ -22,19 +23,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int kVocab = 64;
+constexpr int kVocab = testing::kCharVocab;
 
-// One character per id, '!' to '`' (BPE without merges).
-const tok::Tokenizer& tokenizer() {
-  static const std::shared_ptr<const tok::Tokenizer> t = [] {
-    std::string vocab;
-    for (int id = 0; id < kVocab; ++id)
-      vocab += (id ? ", " : "") + json::quote(std::string(1, char(0x21 + id))) + ": " + std::to_string(id);
-    return tok::Tokenizer::from_json(R"({"model": {"type": "BPE", "vocab": {)" + vocab + R"(}, "merges": []}})",
-                                     "chars.json");
-  }();
-  return *t;
-}
+const tok::Tokenizer& tokenizer() { return testing::char_tokenizer(); }
 
 ApiLimits limits() {
   ApiLimits l;
