@@ -1,4 +1,6 @@
 """Array plumbing shared by the Python wrappers: outputs in the caller's framework, checks on inputs."""
+import operator
+
 import numpy as np
 
 
@@ -127,6 +129,18 @@ def to_int(x, name, bits=32):
         if lo < lo_ok or hi > hi_ok:
             raise ValueError(f"{name}: value {hi if hi > hi_ok else lo} does not fit in int{bits}")
     return np.ascontiguousarray(x, dtype=target)
+
+
+def as_int(x, name, lo=_INT64_MIN, hi=_INT64_MAX):
+    """A scalar integer argument as a Python int: bool, floats and strings are refused (TypeError naming `name`)
+    rather than truncated (window=2.5 is no window of 2), and values outside [lo, hi] (int64's by default) refused
+    (ValueError)."""
+    if isinstance(x, bool) or not hasattr(x, "__index__"):
+        raise TypeError(f"{name}: expected an int, got {type(x).__name__}")
+    v = operator.index(x)
+    if not lo <= v <= hi:
+        raise ValueError(f"{name}: expected {lo} <= {name} <= {hi}, got {v}")
+    return v
 
 
 def to_int32(x, name):

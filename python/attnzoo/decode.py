@@ -1,6 +1,6 @@
 """Decode attention against contiguous and paged KV caches."""
 from . import _core
-from ._arrays import (as_f32_vector, as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input,
+from ._arrays import (as_f32_vector, as_i32_vector, as_input, as_int, as_output, cuda_stream_of, empty_like_input,
                       optional_input, scan_left_to_core, shape_of)
 
 
@@ -70,6 +70,7 @@ def _decode(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, wind
     seqlens = as_i32_vector(cache_seqlens, "cache_seqlens")
     table = as_i32_vector(block_table, "block_table")
     check_inputs = scan_left_to_core(check_inputs, [(q, "q")])
+    window = None if window is None else as_int(window, "window")
     _core.attention_decode(q, k_cache, v_cache, seqlens, table, out, bool(causal), scale, window, softcap,
                            as_f32_vector(sinks, "sinks"), as_f32_vector(alibi_slopes, "alibi_slopes"), block_mask,
                            reference=reference, check_inputs=bool(check_inputs),

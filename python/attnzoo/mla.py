@@ -9,7 +9,7 @@ naive:    k_h = [W_UK_h c_kv ; k_pe], v_h = W_UV_h c_kv, o_h = softmax(scale * q
 absorbed: q_lat_h = W_UK_h^T q_nope_h, o_h = W_UV_h softmax(scale * (q_lat_h . c_kv + q_pe_h . k_pe)) c_kv
 """
 from . import _core
-from ._arrays import (as_i32_vector, as_input, as_output, cuda_stream_of, empty_like_input, optional_input,
+from ._arrays import (as_i32_vector, as_int, as_input, as_output, cuda_stream_of, empty_like_input, optional_input,
                       scan_left_to_core, shape_of)
 
 
@@ -17,9 +17,7 @@ def _dims(kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim):
     out = []
     for value, name, lowest in ((kv_lora_rank, "kv_lora_rank", 1), (qk_nope_head_dim, "qk_nope_head_dim", 1),
                                 (qk_rope_head_dim, "qk_rope_head_dim", 0), (v_head_dim, "v_head_dim", 1)):
-        if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
-            raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
-        value = int(value)
+        value = as_int(value, name)
         if value < lowest:
             raise ValueError(f"{name}: must be >= {lowest}, got {value}")
         out.append(value)

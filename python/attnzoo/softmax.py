@@ -1,9 +1,7 @@
 """The softmax-attention family: prefill, decode (contiguous and paged caches), MLA, block-sparse masks, Reformer's
 LSH attention."""
-import operator
-
 from . import _core
-from ._arrays import (as_f32_vector, as_i32_vector, as_input, as_int_array, as_output, cuda_stream_of,
+from ._arrays import (as_f32_vector, as_i32_vector, as_input, as_int, as_int_array, as_output, cuda_stream_of,
                       empty_like_input, optional_input, scan_left_to_core, shape_of)
 
 BlockMask = _core.BlockMask
@@ -17,8 +15,9 @@ def block_mask(seq_len, *, block=64, local_blocks=1, global_tokens=0, stride=0, 
     blocks, stride > 0), or when c is one of `random_blocks` blocks drawn for b with `seed`. Causal and window
     masks still apply on top. Tiles outside the pattern are skipped by the kernels.
     """
-    return _core.BlockMask(int(seq_len), int(block), int(local_blocks), int(global_tokens), int(stride),
-                           int(random_blocks), int(seed))
+    return _core.BlockMask(as_int(seq_len, "seq_len"), as_int(block, "block"), as_int(local_blocks, "local_blocks"),
+                           as_int(global_tokens, "global_tokens"), as_int(stride, "stride"),
+                           as_int(random_blocks, "random_blocks"), as_int(seed, "seed", 0, 2 ** 64 - 1))
 
 
 def flash_attn_aliases(causal, scale, window, softmax_scale=None, window_size=None):
@@ -33,7 +32,7 @@ def flash_attn_aliases(causal, scale, window, softmax_scale=None, window_size=No
         if window is not None:
             raise ValueError("window_size: give window=W or window_size=(W - 1, 0) (flash-attn's form), not both")
         try:
-            left, right = (int(x) for x in window_size)
+            left, right = (as_int(x, "window_size") for x in window_size)
         except (TypeError, ValueError):
             raise ValueError(f"window_size: expected (left, right) integers, got {window_size!r}") from None
         if right != -1 and not (causal and right == 0):
@@ -42,7 +41,7 @@ def flash_attn_aliases(causal, scale, window, softmax_scale=None, window_size=No
         if left < -1:
             raise ValueError(f"window_size: left must be >= -1 (-1: unbounded), got {left}")
         window = None if left == -1 else left + 1
-    return scale, window
+    return scale, None if window is None else as_int(window, "window")
 
 
 def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, sinks=None, alibi_slopes=None,
@@ -169,8 +168,6 @@ def lsh_attention(qk, v, rotations=None, *, buckets=None, chunk_length=64, causa
         buckets = as_int_array(buckets, "buckets")  # any integer dtype (transformers' are int64), as int32
     if out is None:
         out = empty_like_input(qk, shape_of(qk)[:-1] + (shape_of(v)[-1],))
-    if isinstance(chunk_length, bool) or not hasattr(chunk_length, "__index__"):
-        raise TypeError(f"chunk_length: expected an int, got {type(chunk_length).__name__}")
-    _core.lsh_attention(qk, v, buckets, as_output(out, "out"), operator.index(chunk_length), bool(causal),
+    _core.lsh_attention(qk, v, buckets, as_output(out, "out"), as_int(chunk_length, "chunk_length"), bool(causal),
                         reference=bool(reference), check_inputs=bool(check_inputs))
     return out

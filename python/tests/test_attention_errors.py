@@ -101,6 +101,12 @@ ERROR_CASES = [
     # options
     ("window_0", lambda: attnzoo.attention(*arrays(), window=0), ValueError, "window"),
     ("window_negative", lambda: attnzoo.attention(*arrays(), window=-3), ValueError, "window"),
+    ("window_float", lambda: attnzoo.attention(*arrays(), window=2.5), TypeError, "window"),
+    ("window_bool", lambda: attnzoo.attention(*arrays(), window=True), TypeError, "window"),
+    ("window_past_int64", lambda: attnzoo.attention(*arrays(), window=2 ** 63), ValueError, "window"),
+    ("window_size_float", lambda: attnzoo.attention(*arrays(), window_size=(1.7, 0)), ValueError, "window_size"),
+    ("block_mask_seed_negative", lambda: attnzoo.block_mask(16, block=4, seed=-1), ValueError, "seed"),
+    ("block_mask_block_float", lambda: attnzoo.block_mask(16, block=4.0), TypeError, "block"),
     ("softcap_0", lambda: attnzoo.attention(*arrays(), softcap=0.0), ValueError, "softcap"),
     ("softcap_negative", lambda: attnzoo.attention(*arrays(), softcap=-1.0), ValueError, "softcap"),
     ("softcap_inf", lambda: attnzoo.attention(*arrays(), softcap=float("inf")), ValueError, "softcap"),

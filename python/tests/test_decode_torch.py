@@ -169,6 +169,7 @@ def test_errors_name_the_argument():
     _error(ValueError, "k_cache: head_dim", torch.randn(2, 2, 4, 8), k, v, lens)
     _error(ValueError, "sinks", q, k, v, lens, sinks=[0.0, 1.0])
     _error(ValueError, "window", q, k, v, lens, window=0)
+    _error(TypeError, "window: expected an int, got float", q, k, v, lens, window=2.5)
     _error(ValueError, "block_mask: covers 16", q, k, v, lens, block_mask=attnzoo.block_mask(16, block=16))
     kp, table = to_paged(k, 4)
     vp, _ = to_paged(v, 4)
