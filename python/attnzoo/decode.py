@@ -35,7 +35,8 @@ def attention_decode(q, k_cache, v_cache, cache_seqlens, *, block_table=None, sc
     or "fp8" with uint8 caches of float8 e4m3fn bytes, and k_scale / v_scale float32 [num_blocks, block_size,
     Hkv] (contiguous: [B, S_max, Hkv]): key = stored * scale, dequantized in registers.
     check_inputs: refuse NaN / Inf in q. The caches are not scanned (that would read them twice): their
-    contents are trusted, and a NaN there reaches exactly the outputs whose softmax includes it.
+    contents are trusted, and a NaN or Inf there reaches exactly the outputs whose softmax includes its key (on
+    the CPU; the CUDA kernel may also carry a value row's into rows of its key tile that do not see it).
     Long caches are split across threads (split-K) and merged exactly, so batch 1 uses every core.
     """
     return _decode(q, k_cache, v_cache, cache_seqlens, block_table, scale, causal, window, softcap, sinks,

@@ -62,7 +62,8 @@ def attention(q, k, v, *, causal=True, scale=None, window=None, softcap=None, si
     block_mask: an attnzoo.BlockMask. Order: scale, softcap, ALiBi, masks. Rows that see no key give zeros.
     dtypes: float32, bfloat16, float16 (q and k/v may differ); output has q's dtype, or `out`'s if given.
     check_inputs: refuse NaN / Inf in q, k, v (one pass, after shapes and strides have been validated; only q
-    when k, v are a cache).
+    when k, v are a cache). A NaN / Inf left in k or v reaches exactly the outputs whose softmax includes its key
+    (on the CPU; the CUDA kernels may also carry a value row's into rows of its key tile that do not see it).
 
     KV cache (chunked or prefix-cached prefill; flash_attn_varlen_func with block_table / flash_attn_with_kvcache):
     with `seqused_k` (int [B], alias `cache_seqlens`) k and v are a cache that already holds every sequence's

@@ -125,6 +125,35 @@ def test_reduced_precision(kv_dtype, torch_one_thread):
     assert rel_rms(got32.numpy(), want.numpy()) <= 1e-2
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_bad_cached_value_reaches_only_the_rows_that_see_it(dtype, simd_target, torch_one_thread):
+    """The docstring's promise for a NaN / Inf in the cache: rows whose softmax hides its key (outside the window,
+    a later new token's, past a cached prefill's query) keep the reference's values, the others turn non-finite.
+    attnzoo's references skip hidden keys; the torch one above would multiply them by 0. Every value path of the
+    kernels is held to this in kernels/softmax/hidden_values_test.cc."""
+    from attnzoo.decode import attention_decode_reference
+    k, v = make_cache(1, 100, 2, 32, dtype, seed=9)
+    v[0, 90, 1, 3], v[0, 99, 1, 5] = float("nan"), float("inf")
+    lens = torch.tensor([100], dtype=torch.int32)
+
+    def same_reach(got, want):
+        got, want = got.float(), want.float()
+        assert torch.equal(torch.isfinite(got), torch.isfinite(want))
+        assert torch.isfinite(want).any() and not torch.isfinite(want).all()
+        seen = torch.isfinite(want)
+        torch.testing.assert_close(got[seen], want[seen], atol=2e-2 if dtype == torch.bfloat16 else 1e-5, rtol=0)
+
+    for Tq, window in [(1, 5), (1, 11), (4, None)]:
+        q = torch.randn(1, Tq, 4, 32, generator=torch.Generator().manual_seed(Tq)).to(dtype)
+        same_reach(attnzoo.attention_decode(q, k, v, lens, window=window),
+                   attention_decode_reference(q, k, v, lens, window=window))
+    q = torch.randn(1, 64, 4, 32, generator=torch.Generator().manual_seed(3)).to(dtype)
+    k64, v64 = k[:, :64].clone(), v[:, :64].clone()
+    v64[0, 40, 1, 3] = float("nan")
+    same_reach(attnzoo.attention(q, k64, v64, seqused_k=torch.tensor([64], dtype=torch.int32)),
+               attnzoo.attention_reference(q, k64, v64))
+
+
 def test_head_dims_and_narrow_values(torch_one_thread):
     for D, Dv in [(60, 60), (96, 96), (256, 256), (96, 64)]:
         k, v = make_cache(1, 300, 1, D, Dv=Dv, seed=D)

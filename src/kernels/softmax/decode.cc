@@ -258,6 +258,7 @@ struct DecodeScratch {
   AlignedBuffer<int16_t> q_i16;  // int8 caches on VNNI CPUs: the queries rounded to int16, and
   AlignedBuffer<float> q_unit;  // each row's scale (the value of one int16 step)
   std::vector<int64_t> krow, vrow;  // per key of the tile: element offset of its row (kv head 0)
+  std::vector<VisibleRun> runs;     // the tile's keys by the new tokens that see them
 };
 
 template <class T>
@@ -419,6 +420,13 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
         for (size_t j = 0; j < cols; ++j) s_row[j] *= ks[j] * qs;
       }
     }
+    // P * V multiplies only the (token, key) pairs the mask shows: a hidden key's weight is 0, but a NaN or Inf
+    // in its value row would still reach the rows through 0 * NaN, and the cache is never scanned.
+    static_assert(kMaxDecodeQueries <= 32, "a run's tokens are the bits of a uint32_t");
+    if (cls == TileClass::full)
+      sc.runs.assign(1, VisibleRun{0, int32_t(cols), uint32_t((uint64_t(1) << p.Tq) - 1)});
+    else
+      visible_runs(mask, q_first, p.Tq, k0, int64_t(cols), sc.runs);
     RowContext ctx{dot ? p.scale : 1.f, p.opts.softcap, 0.f, cls == TileClass::partial, &mask, 0, k0};
     for (size_t h = 0; h < H; ++h) {
       float* s_head = sc.s.data() + h * R * Bc;
@@ -438,7 +446,7 @@ void RunChunk(const DecodeProblem& p, const DecodePlan& plan, const DecodeChunk&
           for (size_t j = 0; j < cols; ++j) sc.pv[r * Bc + j] = s_head[r * Bc + j] * vs[j];
         weights = sc.pv.data();
       }
-      AccumulateHead(vcache + (hk0 + int64_t(h)) * p.v_head, sc.vrow.data(), cols, Dv, o_paired, R, weights, Bc,
+      AccumulateRuns(vcache + (hk0 + int64_t(h)) * p.v_head, sc.vrow.data(), sc.runs, Dv, o_paired, G, weights, Bc,
                      o_head, Dvp);
     }
   }

@@ -19,9 +19,11 @@
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
@@ -121,6 +123,8 @@ HWY_INLINE VF LoadF32(DF df, const T* HWY_RESTRICT p) {
     const auto b = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const uint8_t*>(p)));
     const auto bits = hn::ShiftLeft<7>(hn::Add(b, hn::And(b, hn::Set(d16, 0x80))));
     return hn::PromoteTo(df, hn::BitCast(dh, bits));
+  } else if constexpr (std::is_same_v<T, hwy::float16_t> && HWY_TARGET == HWY_SCALAR) {
+    return hn::Set(df, ScalarToF32(*p));  // Highway 1.0's scalar f16 widening reads Inf and NaN as numbers
   } else {
     const hn::Rebind<T, DF> dh;
     return hn::PromoteTo(df, hn::LoadU(dh, p));
@@ -376,6 +380,21 @@ HWY_INLINE void AccumulateHead(const T* HWY_RESTRICT v, const int64_t* HWY_RESTR
       default: AccumulateRows<1>(v, vofs, cols, Dv, paired, pr, ldp, orow, ldo); break;
     }
   }
+}
+
+// AccumulateHead over the keys of `runs` (tiling.h) for the new tokens that see them, G rows per token (token t's
+// from row t * G): one call per run of consecutive tokens, so a wholly visible tile is one call for all rows.
+template <class T>
+HWY_INLINE void AccumulateRuns(const T* HWY_RESTRICT v, const int64_t* HWY_RESTRICT vofs,
+                               const std::vector<VisibleRun>& runs, size_t Dv, size_t paired, size_t G,
+                               const float* HWY_RESTRICT p, size_t ldp, float* HWY_RESTRICT o, size_t ldo) {
+  for (const VisibleRun& run : runs)
+    for (uint32_t rest = run.queries; rest != 0;) {
+      const int t0 = std::countr_zero(rest), t1 = t0 + std::countr_one(rest >> t0);
+      rest = uint32_t(uint64_t(rest) >> t1 << t1);
+      AccumulateHead(v, vofs + run.begin, size_t(run.end - run.begin), Dv, paired, size_t(t1 - t0) * G,
+                     p + size_t(t0) * G * ldp + size_t(run.begin), ldp, o + size_t(t0) * G * ldo, ldo);
+    }
 }
 
 HWY_INLINE void ScaleRow(float* HWY_RESTRICT o, size_t n, float alpha) {

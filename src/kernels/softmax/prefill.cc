@@ -4,7 +4,8 @@
 // once, and serves all heads of the group (GQA/MQA reuse); the bf16 pair tiles (AMX or vdpbf16ps) were packed
 // once for every query block beforehand (prefill_pairs.h). Per head: S = Q K^T, online softmax (running max m,
 // running sum l, rescale of the output accumulator), O += P V. Tiles wholly outside the causal / window /
-// block-sparse pattern are never touched; tiles wholly inside skip per-element mask tests. Keys come from
+// block-sparse pattern are never touched; tiles wholly inside skip per-element mask tests; a partly visible tile
+// whose values hold a NaN or Inf multiplies only its visible pairs (prefill_hidden_values-inl.h). Keys come from
 // contiguous K/V or from a paged cache: each tile first resolves its rows' addresses (one block-table lookup
 // per cache block), and the packing reads the rows through those addresses either way.
 #include <algorithm>
@@ -31,6 +32,7 @@
 
 #include "kernels/common/fast_exp2-inl.h"
 #include "kernels/common/tile_gemm-inl.h"
+#include "kernels/softmax/prefill_hidden_values-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attnzoo {
@@ -348,6 +350,23 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, const Pa
       if (p.k_scale.data) ResolveTileScales(p, seq, k0, cols, sc);
       PackKeyValueTile(p, t.kv_head, cols, Bc, Dvp, !v_in_place, sc);
     }
+    const float* v0 = v_in_place ? static_cast<const float*>(p.v) + sc.vrow[0] + t.kv_head * p.vs.head : nullptr;
+    // A partly visible tile whose values hold a NaN or Inf multiplies its visible pairs alone
+    // (prefill_hidden_values-inl.h): f32 rows of its values, ldv apart.
+    const float* exact_v = nullptr;
+    size_t ldv = Dvp;
+    if (cls == TileClass::partial) {
+      if (bf16 && !PairsFinite(v2, Bc / 2 * Dvp)) {
+        sc.v.resize(Bc * Dvp);
+        UnpackValuePairs(v2, Bc, Dvp, sc.v.data());
+        exact_v = sc.v.data();
+      } else if (v_in_place && !RowsFinite(v0, size_t(cols), Dvp, size_t(p.vs.token))) {
+        exact_v = v0;
+        ldv = size_t(p.vs.token);
+      } else if (!bf16 && !v_in_place && !RowsFinite(sc.v.data(), 1, size_t(cols) * Dvp, 0)) {
+        exact_v = sc.v.data();
+      }
+    }
     const int64_t next = k0 + plan.block_k, next_cols = std::min<int64_t>(plan.block_k, range.end - next);
     for (int64_t g = 0; g < G; ++g) {
       const int64_t h = t.kv_head * G + g;
@@ -371,13 +390,15 @@ void RunPrefillTask(const AttentionProblem& p, const PrefillPlan& plan, const Pa
         const float alpha = bf16 ? SoftmaxRowBf16(srow, Bc, size_t(cols), ctx, mi, li)
                                  : SoftmaxRow(srow, Bc, size_t(cols), ctx, mi, li);
         if (alpha != 1.f) ScaleRow(og + size_t(i) * Dvp, Dvp, alpha);
-        if (bf16) pack_f32_to_bf16_pairs(srow, Bc, sc.p2.data() + size_t(i) * (Bc / 2));
+        if (bf16 && !exact_v) pack_f32_to_bf16_pairs(srow, Bc, sc.p2.data() + size_t(i) * (Bc / 2));
       }
-      if (bf16) {
+      if (exact_v) {
+        MaskedValueProduct(size_t(rows), size_t(cols), sc.s.data(), Bc, exact_v, ldv, Dvp, mask, q_first, k0, og,
+                           Dvp);
+      } else if (bf16) {
         bf16_pair_gemm(size_t(rows), Dvp, Bc / 2, sc.p2.data(), Bc / 2, v2, Dvp, og, Dvp,
                        /*accumulate=*/true);
       } else if (v_in_place) {  // only the tile's `cols` keys: rows past the sequence are not there to read
-        const float* v0 = static_cast<const float*>(p.v) + sc.vrow[0] + t.kv_head * p.vs.head;
         TileGemm(size_t(rows), Dvp, size_t(cols), sc.s.data(), Bc, v0, size_t(p.vs.token), og, Dvp,
                  /*accumulate=*/true);
       } else {

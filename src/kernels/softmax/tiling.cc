@@ -39,6 +39,20 @@ TileClass classify_tile(const MaskGeometry& mask, int64_t q_first, int64_t q_las
   return all ? TileClass::full : TileClass::partial;
 }
 
+void visible_runs(const MaskGeometry& mask, int64_t q_first, int64_t n, int64_t k0, int64_t cols,
+                  std::vector<VisibleRun>& runs) {
+  runs.clear();
+  for (int64_t j = 0; j < cols; ++j) {
+    uint32_t seen = 0;
+    for (int64_t t = 0; t < n; ++t) seen |= uint32_t(mask.visible(q_first + t, k0 + j)) << t;
+    if (seen == 0) continue;
+    if (!runs.empty() && runs.back().end == j && runs.back().queries == seen)
+      ++runs.back().end;
+    else
+      runs.push_back({int32_t(j), int32_t(j + 1), seen});
+  }
+}
+
 PrefillPlan make_prefill_plan(const AttentionProblem& p, bool bf16_tiles) {
   PrefillPlan plan;
   plan.bf16_dot = bf16_tiles;

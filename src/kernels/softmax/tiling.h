@@ -44,6 +44,16 @@ struct TileRowContext {
 KeyRange visible_key_range(const MaskGeometry& mask, int64_t q_first, int64_t q_last, int64_t Tk, int64_t block_k);
 // Whether every, no, or some (query, key) pair of the tile is visible.
 TileClass classify_tile(const MaskGeometry& mask, int64_t q_first, int64_t q_last, int64_t k_first, int64_t k_last);
+// Keys [begin, end) of a tile that the same queries see: bit t of `queries` is query q_first + t.
+struct VisibleRun {
+  int32_t begin, end;
+  uint32_t queries;
+};
+// The keys [k0, k0 + cols) of a partly visible tile, in runs of equal visibility from the n <= 32 queries at
+// positions q_first ..; keys no query sees are left out. Decode multiplies values by these runs alone: a hidden
+// key's weight is 0, but 0 * NaN is NaN.
+void visible_runs(const MaskGeometry& mask, int64_t q_first, int64_t n, int64_t k0, int64_t cols,
+                  std::vector<VisibleRun>& runs);
 // bf16_tiles: the products run on bf16_pair_gemm (core/dispatch.h's bf16_tiles_enabled() and bf16 q / k / v).
 PrefillPlan make_prefill_plan(const AttentionProblem& p, bool bf16_tiles);
 
