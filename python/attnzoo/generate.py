@@ -14,7 +14,7 @@ import secrets
 import numpy as np
 
 from . import _core
-from ._arrays import _is_torch, as_input, to_int32
+from ._arrays import _is_torch, as_input, as_int, to_int32
 
 __all__ = ["sample", "Sampler", "generate", "generate_batch", "sampling_params"]
 
@@ -22,11 +22,8 @@ __all__ = ["sample", "Sampler", "generate", "generate_batch", "sampling_params"]
 def _request_seed(seed):
     """None (or vLLM's -1) draws a fresh 64-bit seed, so unseeded runs differ as vLLM's and OpenAI's do; a seed
     given is kept, and with it the keyed draws that make a run reproducible."""
-    if seed is None or int(seed) == -1:
-        return secrets.randbits(64)
-    if int(seed) < 0:
-        raise ValueError(f"seed: must be >= 0 (None or -1: a fresh one), got {seed}")
-    return int(seed)
+    seed = None if seed is None else as_int(seed, "seed", -1, 2 ** 64 - 1)
+    return secrets.randbits(64) if seed is None or seed == -1 else seed
 
 
 def _params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed):
@@ -95,19 +92,13 @@ def sample(logits, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_pe
             ctx = _ids(context_ids, "context_ids")
     ids = _core.sample(x, p["temperature"], p["top_k"], p["top_p"], p["min_p"], p["repetition_penalty"],
                        p["presence_penalty"], p["frequency_penalty"], ctx, offsets, p["seed"],
-                       _prompt_length(prompt_length))
+                       as_int(prompt_length, "prompt_length", 0))
     if x.ndim == 1:
         return int(ids[0])
     if _is_torch(logits):
         import torch
         return torch.from_numpy(np.array(ids))
     return np.array(ids)
-
-
-def _prompt_length(n):
-    if int(n) < 0:
-        raise ValueError(f"prompt_length: must be >= 0, got {n}")
-    return int(n)
 
 
 class Sampler:
@@ -117,7 +108,8 @@ class Sampler:
     def __init__(self, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0,
                  presence_penalty=0.0, frequency_penalty=0.0, seed=0, prompt_length=0):
         self._s = _core.Sampler(**_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
-                                          frequency_penalty, seed), prompt_length=_prompt_length(prompt_length))
+                                          frequency_penalty, seed),
+                                prompt_length=as_int(prompt_length, "prompt_length", 0))
 
     def sample(self, logits, context_ids=None):
         """One token id from one row of logits ``[vocab]``."""
